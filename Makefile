@@ -1,0 +1,45 @@
+# spangle: `make run` serves the sample data; `make test` runs every test.
+GO        ?= go
+BIN       := bin
+PKGS      := ./...
+TEST_FLAGS ?= -race -timeout 9m
+BENCH_QUICK ?=
+
+.PHONY: all build run test deps lint bench e2e clean fuzz
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./storaged ./routerd
+
+# The embedded default: standalone storaged + routerd on testdata/sample.
+run: build
+	./scripts/run.sh
+
+# What Go does not fetch: ZooKeeper, Chromium, LuaJIT (Debian packages).
+deps:
+	./scripts/deps.sh
+
+test: deps lint
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Short fuzzing of every fuzz target (FUZZTIME each).
+FUZZTIME ?= 20s
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+bench: build
+	$(GO) run ./bench/cmd/spanglebench $(if $(BENCH_QUICK),-quick) -out bench/results.json
+
+e2e: build
+	$(GO) test -tags e2e -count=1 -timeout 14m -v ./e2e/...
+
+clean:
+	rm -rf $(BIN) .run
+
+-include deploy/deploy.mk

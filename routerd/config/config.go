@@ -1,0 +1,247 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Defaults.
+const (
+	DefaultBind         = "127.0.0.1:9590"
+	DefaultStoraged     = "http://127.0.0.1:9599"
+	DefaultZK           = "127.0.0.1:2181"
+	DefaultProxyTimeout = 100 * time.Millisecond
+	DefaultReplication  = 2
+	DefaultCacheSize    = 64 << 20
+	DefaultHedgeBudget  = 0.1
+	DefaultPoll         = time.Second
+	DefaultZKSession    = 10 * time.Second
+)
+
+// Config is everything routerd is told. The TOML keys are the flag names
+// with '_' for '-'.
+type Config struct {
+	// Bind is the app-facing HTTP address.
+	Bind string `toml:"bind"`
+	// ZK lists the ZooKeeper servers (host:port); with Cluster, it
+	// selects discovery through ZooKeeper.
+	ZK       []string `toml:"zk"`
+	Cluster  string   `toml:"cluster"`
+	ZKPrefix string   `toml:"zk_prefix"`
+	// ZKSessionTimeout is the ZooKeeper session timeout.
+	ZKSessionTimeout time.Duration `toml:"zk_session_timeout"`
+	// Storaged lists storaged base URLs (http://host:port) for static
+	// discovery, the standalone default.
+	Storaged []string `toml:"storaged"`
+	// StoragedPoll is how often static discovery reads each node's
+	// status.
+	StoragedPoll time.Duration `toml:"storaged_poll"`
+	// ProxyTimeout bounds a lookup; ProxyStageTimeout is how long one
+	// replica gets before another starts (default ProxyTimeout /
+	// Replication, as in sequins).
+	ProxyTimeout      time.Duration `toml:"proxy_timeout"`
+	ProxyStageTimeout time.Duration `toml:"proxy_stage_timeout"`
+	Replication       int           `toml:"replication"`
+	// MinReplication is the live replicas per partition a version needs
+	// before routerd serves it.
+	MinReplication int `toml:"min_replication"`
+	// HedgeBudget is the fraction of lookups that may be hedged over the
+	// last few seconds; 0 turns hedging off.
+	HedgeBudget float64 `toml:"hedge_budget"`
+	// CacheSize bounds the hot-key cache in bytes; 0 turns it off.
+	CacheSize int64 `toml:"cache_size"`
+	// ContentType of values when storaged sends none.
+	ContentType string `toml:"content_type"`
+	// XDSBind, if set, is where the embedded Envoy xDS server listens.
+	XDSBind string `toml:"xds_bind"`
+	// LogLevel is zap's level name (debug, info, warn, error).
+	LogLevel string `toml:"log_level"`
+}
+
+// Default returns the configuration with every default filled in, except
+// those derived in Validate.
+func Default() Config {
+	return Config{
+		Bind:             DefaultBind,
+		ZKSessionTimeout: DefaultZKSession,
+		StoragedPoll:     DefaultPoll,
+		ProxyTimeout:     DefaultProxyTimeout,
+		Replication:      DefaultReplication,
+		MinReplication:   1,
+		HedgeBudget:      DefaultHedgeBudget,
+		CacheSize:        DefaultCacheSize,
+		ContentType:      "application/octet-stream",
+		LogLevel:         "info",
+	}
+}
+
+// UseZK reports whether discovery goes through ZooKeeper.
+func (c *Config) UseZK() bool { return len(c.ZK) > 0 || c.Cluster != "" }
+
+// Load reads a TOML file over c. Unknown keys are errors, so a typo is
+// not silently ignored.
+func Load(path string, c *Config) error {
+	md, err := toml.DecodeFile(path, c)
+	if err != nil {
+		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return fmt.Errorf("config: %s: unknown keys %v", path, und)
+	}
+	return nil
+}
+
+// Validate checks c and derives the defaults that depend on other
+// values (the stage timeout, the discovery defaults).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("config: "+format, args...)) }
+	if _, _, err := net.SplitHostPort(c.Bind); err != nil {
+		bad("bind %q: %v", c.Bind, err)
+	}
+	if c.UseZK() {
+		if len(c.Storaged) > 0 {
+			bad("storaged and zk/cluster are exclusive: pick static or ZooKeeper discovery")
+		}
+		if c.Cluster == "" {
+			bad("zk needs a cluster name")
+		}
+		if len(c.ZK) == 0 {
+			c.ZK = []string{DefaultZK}
+		}
+	} else if len(c.Storaged) == 0 {
+		c.Storaged = []string{DefaultStoraged}
+	}
+	for _, s := range c.Storaged {
+		if _, err := StoragedAddr(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.ProxyTimeout <= 0 {
+		bad("proxy_timeout must be positive")
+	}
+	if c.Replication < 1 {
+		bad("replication must be at least 1")
+	}
+	if c.ProxyStageTimeout == 0 && c.Replication >= 1 {
+		c.ProxyStageTimeout = c.ProxyTimeout / time.Duration(c.Replication)
+	}
+	if c.ProxyStageTimeout <= 0 || c.ProxyStageTimeout > c.ProxyTimeout {
+		bad("proxy_stage_timeout %v must be positive and at most proxy_timeout %v", c.ProxyStageTimeout, c.ProxyTimeout)
+	}
+	if c.MinReplication < 1 {
+		bad("min_replication must be at least 1")
+	}
+	if c.HedgeBudget < 0 || c.HedgeBudget > 1 {
+		bad("hedge_budget %v must be within [0, 1]", c.HedgeBudget)
+	}
+	if c.CacheSize < 0 {
+		bad("cache_size must not be negative")
+	}
+	if c.StoragedPoll <= 0 || c.ZKSessionTimeout <= 0 {
+		bad("storaged_poll and zk_session_timeout must be positive")
+	}
+	if c.XDSBind != "" {
+		if _, _, err := net.SplitHostPort(c.XDSBind); err != nil {
+			bad("xds_bind %q: %v", c.XDSBind, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StoragedAddr checks a --storaged URL (http://host:port, nothing else)
+// and returns its host:port.
+func StoragedAddr(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("config: storaged %q is not http://host:port", s)
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		return "", fmt.Errorf("config: storaged %q: %w", s, err)
+	}
+	return u.Host, nil
+}
+
+// listFlag is a comma-separated list flag.
+type listFlag struct{ p *[]string }
+
+func (l listFlag) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	*l.p = nil
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l.p = append(*l.p, v)
+		}
+	}
+	return nil
+}
+
+// bind registers every flag on fs, writing into c.
+func bind(fs *flag.FlagSet, c *Config, configPath *string) {
+	fs.StringVar(configPath, "config", "", "TOML file with the same keys as the flags ('_' for '-'); flags win")
+	fs.StringVar(&c.Bind, "bind", c.Bind, "app-facing HTTP address")
+	fs.Var(listFlag{&c.ZK}, "zk", "ZooKeeper servers host:port,... (ZooKeeper discovery)")
+	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "cluster name under the ZooKeeper prefix")
+	fs.StringVar(&c.ZKPrefix, "zk-prefix", c.ZKPrefix, "first element of every znode path (default spangle)")
+	fs.DurationVar(&c.ZKSessionTimeout, "zk-session-timeout", c.ZKSessionTimeout, "ZooKeeper session timeout")
+	fs.Var(listFlag{&c.Storaged}, "storaged", "static discovery: storaged URLs http://host:port,... (default "+DefaultStoraged+" when no zk)")
+	fs.DurationVar(&c.StoragedPoll, "storaged-poll", c.StoragedPoll, "how often static discovery reads each storaged's status")
+	fs.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "bound of one lookup (504 after)")
+	fs.DurationVar(&c.ProxyStageTimeout, "proxy-stage-timeout", c.ProxyStageTimeout, "time one replica gets before another starts (default proxy-timeout / replication)")
+	fs.IntVar(&c.Replication, "replication", c.Replication, "the cluster's replication, for the stage timeout default")
+	fs.IntVar(&c.MinReplication, "min-replication", c.MinReplication, "live replicas per partition before a version is served")
+	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "fraction of lookups that may be hedged (0 = never)")
+	fs.Int64Var(&c.CacheSize, "cache-size", c.CacheSize, "hot-key cache size in bytes (0 = off)")
+	fs.StringVar(&c.ContentType, "content-type", c.ContentType, "Content-Type of values when storaged sends none")
+	fs.StringVar(&c.XDSBind, "xds-bind", c.XDSBind, "serve Envoy's xDS (ADS over gRPC) on this address")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+}
+
+// Parse builds the configuration from the command line args (without the
+// program name): defaults, then the --config file, then the flags given.
+// Usage errors go to out.
+func Parse(args []string, out io.Writer) (Config, error) {
+	c := Default()
+	var path string
+	fs := flag.NewFlagSet("routerd", flag.ContinueOnError)
+	fs.SetOutput(out)
+	bind(fs, &c, &path)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("config: unexpected arguments %q", fs.Args())
+	}
+	if path != "" {
+		c = Default()
+		if err := Load(path, &c); err != nil {
+			return Config{}, err
+		}
+		// The flags given win over the file: parse them again over it.
+		fs2 := flag.NewFlagSet("routerd", flag.ContinueOnError)
+		fs2.SetOutput(io.Discard)
+		bind(fs2, &c, &path)
+		if err := fs2.Parse(args); err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

@@ -1,0 +1,5 @@
+// Package config is routerd's configuration: the defaults, the command
+// line flags, and a TOML file (--config) with the same keys, flags
+// winning over the file. It holds no state; Parse builds a fresh flag set
+// each time so that tests can call it freely.
+package config

@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"spangle/routerd/config"
+	"spangle/routerd/health"
+	"spangle/routerd/server"
+	"spangle/shared/topo"
+)
+
+// storagedBin is the storaged binary TestMain builds.
+var storagedBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "routerd-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	storagedBin = filepath.Join(dir, "storaged")
+	cmd := exec.Command("go", "build", "-o", storagedBin, "spangle/storaged")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: building storaged:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// freeAddr returns a loopback address nobody listens on right now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// storaged is one real storaged process.
+type storaged struct {
+	t     testing.TB
+	addr  string
+	args  []string
+	cmd   *exec.Cmd
+	log   *bytes.Buffer
+	store string
+}
+
+// startStoraged runs the storaged binary on source with extra flags and
+// waits until its /healthz answers 200.
+func startStoraged(t testing.TB, source string, extra ...string) *storaged {
+	t.Helper()
+	s := &storaged{t: t, addr: freeAddr(t), store: t.TempDir()}
+	s.args = append([]string{"--source", source, "--local-store", s.store, "--bind", s.addr}, extra...)
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *storaged) start() {
+	s.t.Helper()
+	s.log = &bytes.Buffer{}
+	s.cmd = exec.Command(storagedBin, s.args...)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("starting storaged: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			s.t.Fatalf("storaged on %s not healthy after 30s; its log:\n%s", s.addr, s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL: no goodbye, no deregistration.
+func (s *storaged) kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+func (s *storaged) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-done
+		}
+		s.cmd = nil
+	}
+}
+
+// refresh makes storaged re-scan its source (SIGHUP).
+func (s *storaged) refresh() {
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGHUP)
+	}
+}
+
+func (s *storaged) url() string { return "http://" + s.addr }
+
+// routerd is one in-process routerd.
+type routerd struct {
+	r      *server.Routerd
+	cancel context.CancelFunc
+	base   string
+}
+
+// startRouterd runs routerd in-process with cfg (Bind is set here),
+// following w if not nil, and waits until it serves waitDB at all.
+func startRouterd(t testing.TB, cfg config.Config, w topo.Watcher, waitDB string) *routerd {
+	t.Helper()
+	rd := startRouterdNoCleanup(t, cfg, w, waitDB)
+	t.Cleanup(func() {
+		rd.cancel()
+		if err := rd.r.Wait(); err != nil {
+			t.Errorf("routerd: %v", err)
+		}
+	})
+	return rd
+}
+
+// startRouterdNoCleanup is startRouterd for tests that stop routerd
+// themselves (rd.cancel, then rd.r.Wait).
+func startRouterdNoCleanup(t testing.TB, cfg config.Config, w topo.Watcher, waitDB string) *routerd {
+	t.Helper()
+	cfg.Bind = "127.0.0.1:0"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := server.Start(ctx, cfg, server.Deps{Watcher: w, Health: health.Options{OpenTimeout: 500 * time.Millisecond}})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	rd := &routerd{r: r, cancel: cancel, base: "http://" + r.Addr().String()}
+	if waitDB != "" {
+		rd.waitServed(t, waitDB, "", 30*time.Second)
+	}
+	return rd
+}
+
+// waitServed waits until routerd serves db at version (any if "").
+func (rd *routerd) waitServed(t testing.TB, db, version string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		st := rd.r.Server().Status(db)
+		if v := st.DBs[db].Served; v != "" && (version == "" || v == version) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("routerd does not serve %s %q after %v: %+v", db, version, d, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// metric sums the samples of one metric on routerd's /metrics.
+func (rd *routerd) metric(t testing.TB, name string) float64 {
+	t.Helper()
+	return scrape(t, rd.base, name)
+}
+
+// scrape sums the samples of name (a metric name, or a name with its
+// labels as written, e.g. x{code="503"}) on base's /metrics.
+func scrape(t testing.TB, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	sum := 0.0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			if err == nil {
+				sum += f
+			}
+		}
+	}
+	return sum
+}

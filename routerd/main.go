@@ -1,0 +1,51 @@
+// Command routerd is spangle's router sidecar: it answers key lookups
+// from the storaged replicas that hold them. See routerd/server.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"spangle/routerd/config"
+	"spangle/routerd/server"
+)
+
+func main() {
+	cfg, err := config.Parse(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "routerd:", err)
+		os.Exit(2)
+	}
+	level, err := zapcore.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "routerd: log_level:", err)
+		os.Exit(2)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(level)
+	log, err := zc.Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "routerd:", err)
+		os.Exit(1)
+	}
+	defer log.Sync()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := server.Run(ctx, cfg, log); err != nil {
+		log.Error("routerd: stopped", zap.Error(err))
+		os.Exit(1)
+	}
+	log.Info("routerd: stopped")
+}

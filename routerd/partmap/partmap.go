@@ -1,0 +1,136 @@
+package partmap
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+	"spangle/shared/wire"
+)
+
+// Options configure a Table. Zero values are the documented defaults.
+type Options struct {
+	// MinReplication is how many live replicas every partition needs
+	// before a version is served (default 1).
+	MinReplication int
+	// Logger records version switches; default no-op.
+	Logger *zap.Logger
+	// OnSwitch, if set, is called (with the Table's lock held, so keep it
+	// short) whenever a db starts serving a new version; from is "" for a
+	// db's first version.
+	OnSwitch func(db, from, to string)
+}
+
+// State is one consistent view for a request: a map and the versions
+// served from it. It is immutable and safe to share.
+type State struct {
+	// Map is the partition map the choice was made from.
+	Map    *topo.Map
+	served map[string]string
+}
+
+// Served returns the version served for db, or "" when db has no
+// complete version yet or is gone from the map.
+func (s *State) Served(db string) string { return s.served[db] }
+
+// ServedAll returns a copy of db -> served version.
+func (s *State) ServedAll() map[string]string {
+	out := make(map[string]string, len(s.served))
+	for db, v := range s.served {
+		out[db] = v
+	}
+	return out
+}
+
+// Table holds the served version of every db. It is safe for concurrent
+// use. Its served versions only ever move forward, so a request started
+// after an answer from version N of a db is answered from N or newer.
+type Table struct {
+	w    topo.Watcher
+	opts Options
+
+	cur atomic.Pointer[State] // the newest State built; swapped under mu
+
+	mu    sync.Mutex        // serializes rebuilds
+	floor map[string]string // guarded by mu; the newest version ever served per db, kept while a db is gone
+}
+
+// New returns a Table following w.
+func New(w topo.Watcher, opts Options) *Table {
+	if opts.MinReplication < 1 {
+		opts.MinReplication = 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	t := &Table{w: w, opts: opts, floor: map[string]string{}}
+	return t
+}
+
+// MinReplication is the replication a version needs to be served.
+func (t *Table) MinReplication() int { return t.opts.MinReplication }
+
+// Current returns the state for the watcher's latest map. It never
+// blocks on the network; it rebuilds the choice only when the map's
+// revision moved.
+func (t *Table) Current() *State {
+	m := t.w.Map()
+	if s := t.cur.Load(); s != nil && s.Map == m {
+		return s
+	}
+	return t.advance(m)
+}
+
+// Served implements xds/server.VersionChooser: it returns the versions
+// routerd serves for m, so that Envoy routes to the same data routerd
+// answers from. When m is older than what the Table has already seen,
+// the Table's newer choice is returned: it never goes back.
+func (t *Table) Served(m *topo.Map) map[string]string {
+	return t.advance(m).ServedAll()
+}
+
+// advance folds m into the floors and publishes the resulting State,
+// unless a State for the same or a newer revision exists.
+func (t *Table) advance(m *topo.Map) *State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.cur.Load(); s != nil && (s.Map == m || s.Map.Revision > m.Revision) {
+		return s
+	}
+	s := &State{Map: m, served: make(map[string]string, len(m.DBs))}
+	for db := range m.DBs {
+		prev := t.floor[db]
+		if v := m.NewestComplete(db, t.opts.MinReplication); v > prev {
+			t.floor[db] = v
+			t.opts.Logger.Info("partmap: serving new version",
+				zap.String("db", db), zap.String("from", prev), zap.String("to", v),
+				zap.Uint64("map_revision", m.Revision))
+			if t.opts.OnSwitch != nil {
+				t.opts.OnSwitch(db, prev, v)
+			}
+		}
+		if v := t.floor[db]; v != "" {
+			s.served[db] = v
+		}
+	}
+	t.cur.Store(s)
+	return s
+}
+
+// VersionState names the state of one version of a db as routerd sees
+// it, in sequins' words: the served version is ACTIVE, older ones (still
+// answering requests that pin them) REMOVING, newer ones BUILDING until
+// they are complete and served.
+func (s *State) VersionState(db, version string) string {
+	served := s.served[db]
+	switch {
+	case served != "" && version == served:
+		return wire.StateActive
+	case served != "" && version < served:
+		return wire.StateRemoving
+	default:
+		return wire.StateBuilding
+	}
+}

@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"spangle/shared/wire"
+)
+
+// Defaults of HTTPOptions.
+const (
+	DefaultMaxIdleConnsPerHost = 1024
+	DefaultDialTimeout         = time.Second
+	DefaultMaxValueSize        = 64 << 20
+)
+
+// HTTPOptions configure an HTTPUpstream. Zero values are the documented
+// defaults.
+type HTTPOptions struct {
+	// MaxIdleConnsPerHost is the keep-alive pool per storaged node
+	// (default DefaultMaxIdleConnsPerHost): routerd talks to few hosts
+	// at high rates, far above net/http's default of 2.
+	MaxIdleConnsPerHost int
+	// DialTimeout bounds connecting to a node (default
+	// DefaultDialTimeout); the lookup's own deadline usually ends first.
+	DialTimeout time.Duration
+	// MaxValueSize bounds a value read from a node (default
+	// DefaultMaxValueSize); larger answers count as failures.
+	MaxValueSize int64
+}
+
+// HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive. It is
+// safe for concurrent use.
+type HTTPUpstream struct {
+	rt       *http.Transport
+	maxValue int64
+}
+
+// NewHTTPUpstream returns an upstream with its own tuned transport. It
+// never uses a proxy from the environment and never follows redirects.
+func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
+	if opts.MaxIdleConnsPerHost <= 0 {
+		opts.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = DefaultDialTimeout
+	}
+	if opts.MaxValueSize <= 0 {
+		opts.MaxValueSize = DefaultMaxValueSize
+	}
+	d := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
+	return &HTTPUpstream{
+		rt: &http.Transport{
+			Proxy:               nil,
+			DialContext:         d.DialContext,
+			MaxIdleConns:        0, // no global bound; per host below
+			MaxIdleConnsPerHost: opts.MaxIdleConnsPerHost,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+			ForceAttemptHTTP2:   false,
+		},
+		maxValue: opts.MaxValueSize,
+	}
+}
+
+// CloseIdleConnections closes the pooled connections, for shutdown.
+func (u *HTTPUpstream) CloseIdleConnections() { u.rt.CloseIdleConnections() }
+
+// Get implements Upstream: GET http://<addr>/<db>/<escaped key> pinned
+// to req.Version. addr must be a registered node address.
+func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Response, error) {
+	escaped := wire.KeyPath(req.DB, req.Key)
+	hr := &http.Request{
+		Method:     http.MethodGet,
+		URL:        &url.URL{Scheme: "http", Host: addr, Path: "/" + req.DB + "/" + string(req.Key), RawPath: escaped},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     http.Header{wire.HeaderVersion: []string{req.Version}},
+		Host:       addr,
+	}
+	hr = hr.WithContext(ctx)
+	res, err := u.rt.RoundTrip(hr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: GET %s: %w", addr, err)
+	}
+	defer res.Body.Close()
+	out := &Response{
+		Status:       res.StatusCode,
+		ContentType:  res.Header.Get("Content-Type"),
+		LastModified: res.Header.Get("Last-Modified"),
+		Version:      res.Header.Get(wire.HeaderVersion),
+		RetryAfter:   res.Header.Get("Retry-After"),
+	}
+	if res.StatusCode != http.StatusOK {
+		// Drain a little so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
+		return out, nil
+	}
+	switch n := res.ContentLength; {
+	case n > u.maxValue:
+		return nil, fmt.Errorf("proxy: %s: value of %d bytes over the limit", addr, n)
+	case n >= 0:
+		out.Body = make([]byte, n)
+		if _, err := io.ReadFull(res.Body, out.Body); err != nil {
+			return nil, fmt.Errorf("proxy: reading value from %s: %w", addr, err)
+		}
+	default:
+		b, err := io.ReadAll(io.LimitReader(res.Body, u.maxValue+1))
+		if err != nil {
+			return nil, fmt.Errorf("proxy: reading value from %s: %w", addr, err)
+		}
+		if int64(len(b)) > u.maxValue {
+			return nil, fmt.Errorf("proxy: %s: value over the limit", addr)
+		}
+		out.Body = b
+	}
+	return out, nil
+}

@@ -1,0 +1,312 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/routerd/health"
+)
+
+// Defaults of Options, as in sequins.
+const (
+	DefaultTimeout      = 100 * time.Millisecond
+	DefaultReplication  = 2
+	DefaultStageTimeout = DefaultTimeout / DefaultReplication
+)
+
+// Errors of Do; the server maps each to its status with errors.Is.
+var (
+	// ErrNoReplica: the partition has no replica known (502).
+	ErrNoReplica = errors.New("proxy: no replica known for the partition")
+	// ErrUnreachable: every replica failed (502).
+	ErrUnreachable = errors.New("proxy: no replica reachable")
+	// ErrTimeout: no replica answered within the proxy timeout (504).
+	ErrTimeout = errors.New("proxy: all tried replicas timed out")
+	// ErrShed: every replica that answered shed the request (503).
+	ErrShed = errors.New("proxy: every replica is shedding load")
+	// ErrGone: every replica said it does not hold the version (410).
+	ErrGone = errors.New("proxy: no replica holds the version")
+)
+
+// ShedError wraps ErrShed with the Retry-After the replicas asked for.
+type ShedError struct {
+	RetryAfter string
+}
+
+func (e *ShedError) Error() string { return ErrShed.Error() }
+
+// Unwrap makes errors.Is(err, ErrShed) hold.
+func (e *ShedError) Unwrap() error { return ErrShed }
+
+// Request is one lookup to send to a partition's replicas.
+type Request struct {
+	DB      string
+	Version string // always pinned upstream
+	Key     []byte
+	// Replicas are the addresses serving the key's partition, each one
+	// registered as a node in the map.
+	Replicas []string
+}
+
+// Response is an upstream answer. Do returns only answers (200 or 404);
+// an Upstream returns whatever the node said.
+type Response struct {
+	Status       int
+	Body         []byte
+	ContentType  string
+	LastModified string
+	// Version is the X-Sequins-Version the node answered with.
+	Version string
+	// RetryAfter is the node's Retry-After on a 503.
+	RetryAfter string
+	// Addr is the node that answered (X-Sequins-Proxied-To).
+	Addr string
+}
+
+// Upstream sends one lookup to one node. HTTPUpstream is the real one;
+// tests script their own. Get must honour ctx's cancellation.
+type Upstream interface {
+	Get(ctx context.Context, addr string, req *Request) (*Response, error)
+}
+
+// Options configure a Proxy. Zero values are the documented defaults;
+// Upstream and Health are required.
+type Options struct {
+	Upstream Upstream
+	Health   *health.Tracker
+	// Timeout bounds a whole lookup (default DefaultTimeout).
+	Timeout time.Duration
+	// StageTimeout is how long one replica gets before another is started
+	// in parallel (default Timeout / DefaultReplication).
+	StageTimeout time.Duration
+	// Budget caps hedges (default NewBudget(DefaultHedgeRatio,
+	// DefaultHedgeWindow, DefaultMinHedges)).
+	Budget *Budget
+	// OnHedge and OnHedgeWon, if set, count hedges started and hedges
+	// whose answer was the one returned.
+	OnHedge, OnHedgeWon func()
+	Logger              *zap.Logger
+}
+
+// Proxy sends lookups to replicas. It is safe for concurrent use.
+type Proxy struct {
+	opts Options
+}
+
+// New returns a Proxy.
+func New(opts Options) (*Proxy, error) {
+	if opts.Upstream == nil || opts.Health == nil {
+		return nil, errors.New("proxy: Upstream and Health are required")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.StageTimeout <= 0 {
+		opts.StageTimeout = opts.Timeout / DefaultReplication
+	}
+	if opts.Budget == nil {
+		opts.Budget = NewBudget(DefaultHedgeRatio, DefaultHedgeWindow, DefaultMinHedges)
+	}
+	if opts.OnHedge == nil {
+		opts.OnHedge = func() {}
+	}
+	if opts.OnHedgeWon == nil {
+		opts.OnHedgeWon = func() {}
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &Proxy{opts: opts}, nil
+}
+
+// Timeout is the bound of one lookup.
+func (p *Proxy) Timeout() time.Duration { return p.opts.Timeout }
+
+type result struct {
+	resp  *Response
+	err   error
+	addr  string
+	hedge bool
+}
+
+// tally is what the failed attempts of one lookup said.
+type tally struct {
+	shed, gone, failed int
+	retryAfter         string
+}
+
+// Do looks req up and returns the first answer (200 or 404) of a
+// replica, or an error wrapping one of the package's sentinels, or ctx's
+// error when the caller went away.
+func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
+	if len(req.Replicas) == 0 {
+		return nil, ErrNoReplica
+	}
+	p.opts.Budget.Request()
+	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	// Cancelling ctx cancels every attempt still running; each sends to
+	// results, which has room for all of them, so none blocks.
+	defer cancel()
+
+	var buf [8]*health.Node
+	cands := buf[:0]
+	for _, a := range req.Replicas {
+		cands = append(cands, p.opts.Health.Node(a))
+	}
+	results := make(chan result, len(cands))
+	inflight := 0
+	launch := func(hedge bool) bool {
+		var n *health.Node
+		var call *health.Call
+		n, call, cands = take(cands)
+		if n == nil {
+			return false
+		}
+		inflight++
+		go p.attempt(ctx, n, call, req, hedge, results)
+		return true
+	}
+	launch(false)
+
+	stage := time.NewTimer(p.opts.StageTimeout)
+	defer stage.Stop()
+	var t tally
+	for {
+		select {
+		case r := <-results:
+			inflight--
+			if r.err == nil && (r.resp.Status == http.StatusOK || r.resp.Status == http.StatusNotFound) {
+				if r.hedge {
+					p.opts.OnHedgeWon()
+				}
+				r.resp.Addr = r.addr
+				return r.resp, nil
+			}
+			t.add(r)
+			// A failure or a shed is a cue to try the next replica now;
+			// that is failover, bounded by the replicas, not a hedge.
+			if launch(false) {
+				stage.Reset(p.opts.StageTimeout)
+			} else if inflight == 0 {
+				return nil, t.err()
+			}
+		case <-stage.C:
+			if len(cands) == 0 {
+				continue
+			}
+			if p.opts.Budget.AllowHedge() && launch(true) {
+				p.opts.OnHedge()
+			}
+			stage.Reset(p.opts.StageTimeout)
+		case <-ctx.Done():
+			if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("proxy: lookup abandoned: %w", err)
+			}
+			return nil, ErrTimeout
+		}
+	}
+}
+
+func (t *tally) add(r result) {
+	switch {
+	case r.err != nil:
+		t.failed++
+	case r.resp.Status == http.StatusServiceUnavailable:
+		t.shed++
+		if r.resp.RetryAfter > t.retryAfter {
+			t.retryAfter = r.resp.RetryAfter
+		}
+	case r.resp.Status == http.StatusGone:
+		t.gone++
+	default:
+		t.failed++
+	}
+}
+
+func (t *tally) err() error {
+	switch {
+	case t.shed > 0:
+		ra := t.retryAfter
+		if ra == "" {
+			ra = "1"
+		}
+		return &ShedError{RetryAfter: ra}
+	case t.gone > 0 && t.failed == 0:
+		return ErrGone
+	default:
+		return ErrUnreachable
+	}
+}
+
+// take removes one node from cands and begins a call to it: by
+// health.Pick among those whose breaker lets it through, or, when every
+// breaker refuses, forcibly to one of them.
+func take(cands []*health.Node) (*health.Node, *health.Call, []*health.Node) {
+	if len(cands) == 0 {
+		return nil, nil, cands
+	}
+	now := time.Now()
+	rest := cands
+	var refused int // cands[:refused] were refused by their breakers
+	for refused < len(cands) {
+		n := health.Pick(rest, now)
+		i := index(cands, n)
+		cands[refused], cands[i] = cands[i], cands[refused]
+		refused++
+		rest = cands[refused:]
+		if call, ok := n.Begin(false); ok {
+			return n, call, remove(cands, refused-1)
+		}
+	}
+	n := cands[0]
+	call, _ := n.Begin(true)
+	return n, call, remove(cands, 0)
+}
+
+func index(s []*health.Node, n *health.Node) int {
+	for i, x := range s {
+		if x == n {
+			return i
+		}
+	}
+	panic("proxy: picked node not among candidates")
+}
+
+func remove(s []*health.Node, i int) []*health.Node {
+	return append(s[:i], s[i+1:]...)
+}
+
+// attempt asks one node and reports to results and to the node's health.
+func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, req *Request, hedge bool, results chan<- result) {
+	resp, err := p.opts.Upstream.Get(ctx, n.Addr(), req)
+	outcome := health.Success
+	switch {
+	case err != nil:
+		outcome = health.Failure
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// Another replica answered first, or the client left.
+			outcome = health.Ignored
+		}
+	case resp.Status == http.StatusServiceUnavailable:
+		outcome = health.Shed
+	case resp.Status >= 500:
+		outcome = health.Failure
+	case resp.Status == http.StatusOK || resp.Status == http.StatusNotFound:
+		if resp.Version != "" && resp.Version != req.Version {
+			// Never pass on another version than the one pinned.
+			err = fmt.Errorf("proxy: %s answered version %q for pinned %q", n.Addr(), resp.Version, req.Version)
+			resp = nil
+			outcome = health.Failure
+		}
+	}
+	call.End(outcome)
+	if err != nil && outcome == health.Failure && ctx.Err() == nil {
+		p.opts.Logger.Debug("proxy: replica failed", zap.String("node", n.Addr()), zap.Error(err))
+	}
+	results <- result{resp: resp, err: err, addr: n.Addr(), hedge: hedge}
+}

@@ -1,0 +1,274 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"spangle/routerd/health"
+)
+
+// behaviour scripts one replica.
+type behaviour func(ctx context.Context, req *Request) (*Response, error)
+
+type script struct {
+	mu    sync.Mutex
+	nodes map[string]behaviour
+	calls []string // guarded by mu
+}
+
+func (s *script) Get(ctx context.Context, addr string, req *Request) (*Response, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, addr)
+	b := s.nodes[addr]
+	s.mu.Unlock()
+	if b == nil {
+		return nil, errors.New("script: unknown node contacted")
+	}
+	return b(ctx, req)
+}
+
+func (s *script) called() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+func ok(body string) behaviour {
+	return func(ctx context.Context, req *Request) (*Response, error) {
+		return &Response{Status: 200, Body: []byte(body), Version: req.Version}, nil
+	}
+}
+
+func status(code int) behaviour {
+	return func(ctx context.Context, req *Request) (*Response, error) {
+		return &Response{Status: code, RetryAfter: "2", Version: req.Version}, nil
+	}
+}
+
+func refused(ctx context.Context, req *Request) (*Response, error) {
+	return nil, errors.New("connection refused")
+}
+
+func slow(d time.Duration, then behaviour) behaviour {
+	return func(ctx context.Context, req *Request) (*Response, error) {
+		select {
+		case <-time.After(d):
+			return then(ctx, req)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+type counters struct{ hedges, won atomic.Int64 }
+
+func newProxy(t *testing.T, s *script, budget *Budget) (*Proxy, *counters) {
+	t.Helper()
+	c := &counters{}
+	p, err := New(Options{
+		Upstream: s, Health: health.New(health.Options{}),
+		Timeout: 100 * time.Millisecond, StageTimeout: 20 * time.Millisecond,
+		Budget:  budget,
+		OnHedge: func() { c.hedges.Add(1) }, OnHedgeWon: func() { c.won.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, c
+}
+
+func req(replicas ...string) *Request {
+	return &Request{DB: "db", Version: "v1", Key: []byte("k"), Replicas: replicas}
+}
+
+func TestDo(t *testing.T) {
+	cases := []struct {
+		name         string
+		nodes        map[string]behaviour
+		wantStatus   int
+		wantErr      error
+		wantFrom     string
+		maxElapsed   time.Duration
+		minElapsed   time.Duration
+		hedges, won  int64
+		allowHedging bool
+	}{
+		{name: "one replica answers", nodes: map[string]behaviour{"a": ok("x")},
+			wantStatus: 200, wantFrom: "a", maxElapsed: 15 * time.Millisecond},
+		{name: "404 is an answer", nodes: map[string]behaviour{"a": status(404)},
+			wantStatus: 404, wantFrom: "a", maxElapsed: 15 * time.Millisecond},
+		{name: "slow replica is hedged", nodes: map[string]behaviour{"a": slow(time.Second, ok("a")), "b": slow(time.Second, ok("b")), "c": ok("c")},
+			wantStatus: 200, wantFrom: "c", allowHedging: true, minElapsed: 0, maxElapsed: 60 * time.Millisecond},
+		{name: "refused fails over at once", nodes: map[string]behaviour{"a": refused, "b": refused, "c": ok("c")},
+			wantStatus: 200, wantFrom: "c", maxElapsed: 15 * time.Millisecond},
+		{name: "503 fails over at once", nodes: map[string]behaviour{"a": status(503), "b": ok("b")},
+			wantStatus: 200, wantFrom: "b", maxElapsed: 15 * time.Millisecond},
+		{name: "500 fails over at once", nodes: map[string]behaviour{"a": status(500), "b": ok("b")},
+			wantStatus: 200, wantFrom: "b", maxElapsed: 15 * time.Millisecond},
+		{name: "421 fails over at once", nodes: map[string]behaviour{"a": status(421), "b": ok("b")},
+			wantStatus: 200, wantFrom: "b", maxElapsed: 15 * time.Millisecond},
+		{name: "wrong version is not passed on", nodes: map[string]behaviour{"a": func(ctx context.Context, r *Request) (*Response, error) {
+			return &Response{Status: 200, Version: "v0"}, nil
+		}, "b": ok("b")},
+			wantStatus: 200, wantFrom: "b", maxElapsed: 15 * time.Millisecond},
+		{name: "all refused is unreachable", nodes: map[string]behaviour{"a": refused, "b": refused},
+			wantErr: ErrUnreachable, maxElapsed: 15 * time.Millisecond},
+		{name: "all shedding is 503", nodes: map[string]behaviour{"a": status(503), "b": status(503)},
+			wantErr: ErrShed, maxElapsed: 15 * time.Millisecond},
+		{name: "all gone is 410", nodes: map[string]behaviour{"a": status(410), "b": status(410)},
+			wantErr: ErrGone, maxElapsed: 15 * time.Millisecond},
+		{name: "all slow is a timeout", nodes: map[string]behaviour{"a": slow(time.Second, ok("a")), "b": slow(time.Second, ok("b"))},
+			wantErr: ErrTimeout, allowHedging: true, minElapsed: 95 * time.Millisecond, maxElapsed: 130 * time.Millisecond},
+		{name: "no hedge without budget: the slow answer is waited for", nodes: map[string]behaviour{"a": slow(50*time.Millisecond, ok("a")), "b": slow(50*time.Millisecond, ok("b"))},
+			wantStatus: 200, minElapsed: 45 * time.Millisecond, maxElapsed: 80 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{nodes: tc.nodes}
+			budget := NewBudget(0, 0, 0)
+			if tc.allowHedging {
+				budget = NewBudget(1, time.Second, 100)
+			}
+			p, c := newProxy(t, s, budget)
+			var addrs []string
+			for a := range tc.nodes {
+				addrs = append(addrs, a)
+			}
+			start := time.Now()
+			resp, err := p.Do(context.Background(), req(addrs...))
+			el := time.Since(start)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err %v, want %v", err, tc.wantErr)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("err %v", err)
+				}
+				if resp.Status != tc.wantStatus || (tc.wantFrom != "" && resp.Addr != tc.wantFrom) {
+					t.Fatalf("got %d from %s, want %d from %s", resp.Status, resp.Addr, tc.wantStatus, tc.wantFrom)
+				}
+			}
+			if el > tc.maxElapsed || el < tc.minElapsed {
+				t.Fatalf("took %v, want within [%v, %v]", el, tc.minElapsed, tc.maxElapsed)
+			}
+			if tc.allowHedging && tc.wantFrom == "c" {
+				want := int64(1)
+				if s.called()[0] == "c" {
+					want = 0 // picked the fast one first
+				}
+				if c.won.Load() != want {
+					t.Fatalf("hedges won %d, want %d (calls %v)", c.won.Load(), want, s.called())
+				}
+			}
+			if !tc.allowHedging && c.hedges.Load() != 0 {
+				t.Fatalf("%d hedges without budget", c.hedges.Load())
+			}
+			for _, a := range s.called() {
+				if tc.nodes[a] == nil {
+					t.Fatalf("contacted %q, not a replica", a)
+				}
+			}
+		})
+	}
+}
+
+func TestShedKeepsRetryAfter(t *testing.T) {
+	s := &script{nodes: map[string]behaviour{"a": status(503)}}
+	p, _ := newProxy(t, s, nil)
+	_, err := p.Do(context.Background(), req("a"))
+	var se *ShedError
+	if !errors.As(err, &se) || se.RetryAfter != "2" {
+		t.Fatalf("err %v, want ShedError with Retry-After 2", err)
+	}
+	if _, err := p.Do(context.Background(), req()); !errors.Is(err, ErrNoReplica) {
+		t.Fatalf("no replicas: err %v", err)
+	}
+}
+
+func TestOpenBreakerAvoided(t *testing.T) {
+	s := &script{nodes: map[string]behaviour{"bad": refused, "good": ok("g")}}
+	p, err := New(Options{Upstream: s, Health: health.New(health.Options{FailureThreshold: 1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		resp, err := p.Do(context.Background(), req("bad", "good"))
+		if err != nil || resp.Addr != "good" {
+			t.Fatalf("lookup %d: %v %+v", i, err, resp)
+		}
+	}
+	// The first failure opened the breaker: "bad" is asked at most once.
+	bad := 0
+	for _, a := range s.called() {
+		if a == "bad" {
+			bad++
+		}
+	}
+	if bad > 1 {
+		t.Fatalf("open node contacted %d times: %v", bad, s.called())
+	}
+	// With only the open node left, it is still tried.
+	if _, err := p.Do(context.Background(), req("bad")); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("err %v", err)
+	}
+	if n := len(s.called()); s.called()[n-1] != "bad" {
+		t.Fatal("the only replica, breaker open, was not tried")
+	}
+}
+
+func TestHedgeBudgetCaps(t *testing.T) {
+	s := &script{nodes: map[string]behaviour{"a": slow(30*time.Millisecond, ok("a")), "b": slow(30*time.Millisecond, ok("b"))}}
+	p, c := newProxy(t, s, NewBudget(0.1, time.Minute, 2))
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.Do(context.Background(), req("a", "b")); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if h := c.hedges.Load(); h > 2+4 {
+		t.Fatalf("%d hedges for 40 requests, budget 10%% + 2", h)
+	}
+}
+
+func TestCallerCancel(t *testing.T) {
+	s := &script{nodes: map[string]behaviour{"a": slow(time.Second, ok("a"))}}
+	p, _ := newProxy(t, s, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(5*time.Millisecond, cancel)
+	_, err := p.Do(ctx, req("a"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if errors.Is(err, ErrTimeout) {
+		t.Fatal("a client leaving is not a timeout")
+	}
+}
+
+func TestBudget(t *testing.T) {
+	b := NewBudget(0.5, time.Second, 1)
+	if !b.AllowHedge() {
+		t.Fatal("the minimum allowance was refused")
+	}
+	if b.AllowHedge() {
+		t.Fatal("hedge beyond the allowance with no requests")
+	}
+	for i := 0; i < 4; i++ {
+		b.Request()
+	}
+	if !b.AllowHedge() || !b.AllowHedge() || b.AllowHedge() {
+		t.Fatal("want exactly 2 more hedges for 4 requests at 50%")
+	}
+	if NewBudget(0, time.Second, 5).AllowHedge() {
+		t.Fatal("ratio 0 must allow no hedges")
+	}
+}

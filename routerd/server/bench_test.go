@@ -1,0 +1,42 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// nullWriter is a ResponseWriter that keeps nothing, so the benchmarks
+// measure routerd's handler alone.
+type nullWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *nullWriter) Header() http.Header         { return w.h }
+func (w *nullWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *nullWriter) WriteHeader(code int)        { w.code = code }
+
+func benchHandler(b *testing.B, cacheBytes int64) {
+	s, _, f := newTestServer(b, twoNodeMap(), cacheBytes)
+	f.noRecord = true
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := httptest.NewRequest("GET", "/db/some-key", nil)
+		w := &nullWriter{h: http.Header{}}
+		for pb.Next() {
+			clear(w.h)
+			s.ServeHTTP(w, r)
+			if w.code != 200 {
+				b.Fatalf("status %d", w.code)
+			}
+		}
+	})
+}
+
+// BenchmarkHandlerCacheHit is the handler's cost for a cached key.
+func BenchmarkHandlerCacheHit(b *testing.B) { benchHandler(b, 1<<20) }
+
+// BenchmarkHandlerUncached is the handler's cost through the proxy with a
+// scripted upstream that answers at once.
+func BenchmarkHandlerUncached(b *testing.B) { benchHandler(b, 0) }

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"spangle/routerd/config"
+	"spangle/routerd/health"
+	"spangle/shared/topo"
+	xdsserver "spangle/xds/server"
+)
+
+// Deps are what Start takes besides the configuration. Zero values are
+// the documented defaults.
+type Deps struct {
+	// Watcher, if set, replaces the discovery cfg asks for (tests feed a
+	// topo.Mirror through it).
+	Watcher topo.Watcher
+	// Logger defaults to a no-op logger.
+	Logger *zap.Logger
+	// Health tunes the breakers (tests shorten their timeouts).
+	Health health.Options
+}
+
+// Routerd is a running routerd: discovery, the HTTP server and, with
+// xds_bind, the embedded xDS server.
+type Routerd struct {
+	server *Server
+	addr   net.Addr
+	xds    *xdsserver.Server
+	xaddr  net.Addr
+
+	wg      sync.WaitGroup
+	onError func() // stops everything when one part fails
+	mu      sync.Mutex
+	errs    []error // guarded by mu
+}
+
+// Run serves routerd as cfg says until ctx is cancelled. cfg must have
+// passed Validate.
+func Run(ctx context.Context, cfg config.Config, log *zap.Logger) error {
+	r, err := Start(ctx, cfg, Deps{Logger: log})
+	if err != nil {
+		return err
+	}
+	return r.Wait()
+}
+
+// Start binds the listeners, starts every goroutine and returns at once.
+// Cancelling ctx stops them all; Wait returns when they have stopped.
+func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) {
+	log := deps.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	r := &Routerd{}
+	ctx, cancel := context.WithCancel(ctx)
+	r.onError = cancel
+	// Until Start succeeds, an error cancels whatever was started.
+	ok := false
+	defer func() {
+		if !ok {
+			cancel()
+			r.wg.Wait()
+		}
+	}()
+
+	w := deps.Watcher
+	if w == nil {
+		var err error
+		w, err = openDiscovery(ctx, cfg, log, r.goRun)
+		if err != nil {
+			return nil, err
+		}
+	}
+	s, err := New(Options{
+		Watcher:           w,
+		MinReplication:    cfg.MinReplication,
+		ProxyTimeout:      cfg.ProxyTimeout,
+		ProxyStageTimeout: cfg.ProxyStageTimeout,
+		HedgeBudget:       hedgeBudget(cfg.HedgeBudget),
+		CacheBytes:        cfg.CacheSize,
+		ContentType:       cfg.ContentType,
+		Health:            deps.Health,
+		Logger:            log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.server = s
+	l, err := net.Listen("tcp", cfg.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Bind, err)
+	}
+	r.addr = l.Addr()
+	if cfg.XDSBind != "" {
+		xl, err := net.Listen("tcp", cfg.XDSBind)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("server: xds listen on %s: %w", cfg.XDSBind, err)
+		}
+		r.xaddr = xl.Addr()
+		r.xds, err = xdsserver.New(xdsserver.Options{
+			Watcher:           w,
+			Chooser:           s.Versions(),
+			Logger:            log.Named("xds"),
+			Listener:          xl,
+			RouterdAddr:       r.addr.String(),
+			ProxyTimeout:      cfg.ProxyTimeout,
+			ProxyStageTimeout: cfg.ProxyStageTimeout,
+		})
+		if err != nil {
+			l.Close()
+			xl.Close()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		r.goRun(ctx, "xds", r.xds.Run)
+	}
+	r.goRun(ctx, "http", func(ctx context.Context) error { return s.Serve(ctx, l) })
+	log.Info("routerd: serving", zap.Stringer("addr", r.addr), zap.Bool("zk", cfg.UseZK()),
+		zap.Strings("storaged", cfg.Storaged), zap.Duration("proxy_timeout", cfg.ProxyTimeout),
+		zap.Duration("proxy_stage_timeout", cfg.ProxyStageTimeout), zap.Int64("cache_size", cfg.CacheSize))
+	ok = true
+	// When one part fails, stop the others too.
+	go func() {
+		r.wg.Wait()
+		cancel()
+	}()
+	return r, nil
+}
+
+// hedgeBudget maps the config's 0 (off) to the server's "none".
+func hedgeBudget(b float64) float64 {
+	if b == 0 {
+		return -1
+	}
+	return b
+}
+
+// goRun runs f in a goroutine that Wait waits for; its error is kept.
+func (r *Routerd) goRun(ctx context.Context, name string, f func(context.Context) error) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			r.mu.Lock()
+			r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+			r.mu.Unlock()
+			r.onError()
+		}
+	}()
+}
+
+// Addr is the HTTP address routerd listens on.
+func (r *Routerd) Addr() net.Addr { return r.addr }
+
+// XDSAddr is the xDS address, or nil without xds_bind.
+func (r *Routerd) XDSAddr() net.Addr { return r.xaddr }
+
+// Server is the HTTP server, for its status.
+func (r *Routerd) Server() *Server { return r.server }
+
+// XDS is the embedded xDS server, or nil.
+func (r *Routerd) XDS() *xdsserver.Server { return r.xds }
+
+// Wait blocks until every goroutine has stopped and returns their
+// errors.
+func (r *Routerd) Wait() error {
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"spangle/routerd/config"
+	"spangle/shared/topo"
+	"spangle/shared/wire"
+)
+
+// standIn is an httptest server speaking the storaged contract, for the
+// early wiring test only; the integration tests use the real storaged.
+func standIn(t *testing.T) (*httptest.Server, string) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tg, err := wire.ParsePath(r.URL.EscapedPath())
+		if err != nil || !tg.HasKey {
+			http.Error(w, "bad", 400)
+			return
+		}
+		w.Header().Set(wire.HeaderVersion, r.Header.Get(wire.HeaderVersion))
+		w.Write([]byte(r.Header.Get(wire.HeaderVersion) + ":" + string(tg.Key)))
+	}))
+	return srv, strings.TrimPrefix(srv.URL, "http://")
+}
+
+// settle waits for the goroutine count to come back to at most n.
+func settle(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines: %d, want <= %d\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStartWithXDSStopsEverything(t *testing.T) {
+	srv, addr := standIn(t)
+	defer srv.Close()
+	base := runtime.NumGoroutine()
+	mir := topo.NewMirror()
+	var b topo.Builder
+	b.AddNode(topo.Node{Addr: addr})
+	b.AddVersion("db", "v1", topo.VersionInfo{NumPartitions: 1})
+	b.AddReplica("db", "v1", 0, addr)
+	mir.Publish(b.Build(0))
+
+	cfg := config.Default()
+	cfg.Bind = "127.0.0.1:0"
+	cfg.XDSBind = "127.0.0.1:0"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, cfg, Deps{Watcher: mir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	for i := 0; i < 20; i++ {
+		resp, err := client.Get("http://" + r.Addr().String() + "/db/key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "v1:key" || resp.Header.Get(wire.HeaderProxiedTo) != addr {
+			t.Fatalf("answer %q %v", body, resp.Header)
+		}
+	}
+	// xds follows routerd's choice of version.
+	if st, err := r.XDS().WaitPush(ctx, 0); err != nil || len(st.DBs) != 1 {
+		t.Fatalf("xds status %+v %v", st, err)
+	}
+	client.CloseIdleConnections()
+	cancel()
+	if err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	srv.CloseClientConnections()
+	settle(t, base)
+}
+
+func TestStartFailsCleanly(t *testing.T) {
+	base := runtime.NumGoroutine()
+	l, _ := newLocalListener()
+	defer l.Close()
+	cfg := config.Default()
+	cfg.Bind = l.Addr().String() // taken
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(context.Background(), cfg, Deps{Watcher: topo.NewMirror()}); err == nil {
+		t.Fatal("Start on a taken port succeeded")
+	}
+	settle(t, base)
+}

@@ -1,0 +1,319 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/routerd/cache"
+	"spangle/routerd/health"
+	"spangle/routerd/partmap"
+	"spangle/routerd/proxy"
+	"spangle/shared/hashring"
+	"spangle/shared/topo"
+	"spangle/shared/wire"
+)
+
+// Options configure a Server. Zero values are the documented defaults;
+// Watcher is required.
+type Options struct {
+	// Watcher is the cluster map to route by.
+	Watcher topo.Watcher
+	// MinReplication is the replication a version needs to be served
+	// (default 1).
+	MinReplication int
+	// Upstream sends lookups to storaged (default an HTTPUpstream with
+	// default options). Tests script replicas through it.
+	Upstream proxy.Upstream
+	// ProxyTimeout and ProxyStageTimeout: see proxy.Options (defaults
+	// 100ms and ProxyTimeout / 2).
+	ProxyTimeout      time.Duration
+	ProxyStageTimeout time.Duration
+	// HedgeBudget is the fraction of requests that may be hedged over a
+	// sliding window (default proxy.DefaultHedgeRatio; negative: none).
+	HedgeBudget float64
+	// CacheBytes bounds the hot-key cache; 0 turns it off.
+	CacheBytes int64
+	// ContentType of values when storaged sends none (default
+	// wire.DefaultContentType).
+	ContentType string
+	// Health tunes the per-node breakers.
+	Health health.Options
+	Logger *zap.Logger
+}
+
+// Server answers the HTTP API of DESIGN.md from storaged replicas. It is
+// safe for concurrent use.
+type Server struct {
+	opts    Options
+	log     *zap.Logger
+	table   *partmap.Table
+	health  *health.Tracker
+	proxy   *proxy.Proxy
+	cache   *cache.Cache[*proxy.Response]
+	metrics *metrics
+	ownUp   *proxy.HTTPUpstream // the default upstream, closed on shutdown; nil if given
+}
+
+// New builds a Server; it serves nothing until Serve or ServeHTTP.
+func New(opts Options) (*Server, error) {
+	if opts.Watcher == nil {
+		return nil, errors.New("server: no topo watcher")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.ContentType == "" {
+		opts.ContentType = wire.DefaultContentType
+	}
+	if opts.HedgeBudget == 0 {
+		opts.HedgeBudget = proxy.DefaultHedgeRatio
+	}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics()}
+	if opts.Upstream == nil {
+		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{})
+		opts.Upstream = s.ownUp
+	}
+	s.table = partmap.New(opts.Watcher, partmap.Options{
+		MinReplication: opts.MinReplication,
+		Logger:         opts.Logger,
+		OnSwitch:       func(db, _, _ string) { s.metrics.switches.WithLabelValues(db).Inc() },
+	})
+	hopts := opts.Health
+	hopts.Logger = opts.Logger
+	hopts.OnTransition = s.metrics.breakerChanged
+	s.health = health.New(hopts)
+	var err error
+	s.proxy, err = proxy.New(proxy.Options{
+		Upstream:     opts.Upstream,
+		Health:       s.health,
+		Timeout:      opts.ProxyTimeout,
+		StageTimeout: opts.ProxyStageTimeout,
+		Budget:       proxy.NewBudget(opts.HedgeBudget, proxy.DefaultHedgeWindow, proxy.DefaultMinHedges),
+		OnHedge:      s.metrics.hedges.Inc,
+		OnHedgeWon:   s.metrics.hedgesWon.Inc,
+		Logger:       opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.cache = cache.New(cache.Options[*proxy.Response]{
+		MaxBytes: opts.CacheBytes,
+		Size:     func(r *proxy.Response) int { return len(r.Body) + len(r.ContentType) + len(r.Addr) + 64 },
+		OnHit:    s.metrics.hits.Inc,
+		OnMiss:   s.metrics.misses.Inc,
+	})
+	return s, nil
+}
+
+// Versions is the per-db served-version choice, which the embedded xDS
+// server uses so Envoy routes to the same versions routerd answers from.
+// It implements xds/server.VersionChooser.
+func (s *Server) Versions() *partmap.Table { return s.table }
+
+// ServeHTTP routes every request; this is the whole routing table.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	switch path := r.URL.EscapedPath(); path {
+	case "/":
+		s.serveStatus(w, r, "")
+	case wire.PathHealth:
+		s.serveHealth(w, r)
+	case wire.PathMetrics:
+		s.metrics.handler.ServeHTTP(w, r)
+	default:
+		start := time.Now()
+		t, err := wire.ParsePath(path)
+		code := 0
+		switch {
+		case err != nil:
+			code = badPathStatus(err)
+			httpError(w, code, err.Error())
+		case !t.HasKey:
+			s.serveStatus(w, r, t.DB)
+			return
+		default:
+			code = s.lookup(w, r, t)
+		}
+		s.metrics.observe(code, time.Since(start).Seconds())
+	}
+}
+
+func badPathStatus(err error) int {
+	if errors.Is(err, wire.ErrKeyTooLong) {
+		return http.StatusRequestURITooLong
+	}
+	return http.StatusBadRequest
+}
+
+// lookup answers one key and returns the status it wrote.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) int {
+	st := s.table.Current()
+	versions := st.Map.DBs[t.DB]
+	version := r.Header.Get(wire.HeaderVersion)
+	pinned := version != ""
+	switch {
+	case versions == nil:
+		return httpError(w, http.StatusNotFound, "no such db")
+	case pinned && versions[version] == nil:
+		return httpError(w, http.StatusGone, "version not held by any replica")
+	case !pinned:
+		if version = st.Served(t.DB); version == "" {
+			return httpError(w, http.StatusNotFound, "db has no complete version yet")
+		}
+	}
+	h := w.Header()
+	h[wire.HeaderVersion] = []string{version}
+	v := versions[version]
+	if v == nil {
+		// The served version left the map, and an older one is never
+		// served instead.
+		return httpError(w, http.StatusBadGateway, "no replica of the served version is known")
+	}
+	replicas := registered(st.Map, v.Replicas[hashring.Partition(t.Key, v.NumPartitions)])
+	if len(replicas) == 0 {
+		if pinned {
+			return httpError(w, http.StatusGone, "no replica holds the key's partition of this version")
+		}
+		return httpError(w, http.StatusBadGateway, "no replica of the key's partition is known")
+	}
+	preq := &proxy.Request{DB: t.DB, Version: version, Key: t.Key, Replicas: replicas}
+	resp, _, err := s.cache.Get(r.Context(), cache.Key{DB: t.DB, Version: version, Key: string(t.Key)},
+		func(ctx context.Context) (*proxy.Response, bool, error) {
+			resp, err := s.proxy.Do(ctx, preq)
+			return resp, err == nil, err
+		})
+	if err != nil {
+		return s.proxyError(w, err)
+	}
+	h[wire.HeaderProxiedTo] = []string{resp.Addr}
+	if resp.Status == http.StatusNotFound {
+		return httpError(w, http.StatusNotFound, "no such key")
+	}
+	if !v.Created.IsZero() {
+		h["Last-Modified"] = []string{v.Created.UTC().Format(http.TimeFormat)}
+	} else if resp.LastModified != "" {
+		h["Last-Modified"] = []string{resp.LastModified}
+	}
+	ct := resp.ContentType
+	if ct == "" {
+		ct = s.opts.ContentType
+	}
+	h["Content-Type"] = []string{ct}
+	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(resp.Body)
+	}
+	return http.StatusOK
+}
+
+// registered keeps the replicas that are registered nodes: routerd
+// contacts no other address, whatever a stale or odd map says.
+func registered(m *topo.Map, replicas []string) []string {
+	for i, a := range replicas {
+		if _, ok := m.Nodes[a]; !ok {
+			out := append([]string(nil), replicas[:i]...)
+			for _, b := range replicas[i+1:] {
+				if _, ok := m.Nodes[b]; ok {
+					out = append(out, b)
+				}
+			}
+			return out
+		}
+	}
+	return replicas
+}
+
+func (s *Server) proxyError(w http.ResponseWriter, err error) int {
+	var shed *proxy.ShedError
+	switch {
+	case errors.As(err, &shed):
+		w.Header().Set("Retry-After", shed.RetryAfter)
+		return httpError(w, http.StatusServiceUnavailable, "every replica is shedding load")
+	case errors.Is(err, proxy.ErrTimeout):
+		return httpError(w, http.StatusGatewayTimeout, "all tried replicas timed out")
+	case errors.Is(err, proxy.ErrGone):
+		return httpError(w, http.StatusGone, "no replica holds this version")
+	case errors.Is(err, context.Canceled):
+		return 499 // the client left; nobody reads what we write
+	default:
+		return httpError(w, http.StatusBadGateway, "no replica reachable")
+	}
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) int {
+	h := w.Header()
+	h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	body := msg + "\n"
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+	return code
+}
+
+// Serve answers on l until ctx is cancelled, then shuts down gracefully
+// (in-flight requests get up to ShutdownGrace) and returns. It also
+// follows the map to forget the health of nodes that left.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	}
+	followDone := make(chan struct{})
+	go func() {
+		defer close(followDone)
+		s.follow(ctx)
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
+		err = hs.Shutdown(sctx)
+		cancel()
+		<-errc
+	}
+	<-followDone
+	if s.ownUp != nil {
+		s.ownUp.CloseIdleConnections()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
+
+// ShutdownGrace bounds how long Serve waits for in-flight requests.
+const ShutdownGrace = 5 * time.Second
+
+// follow keeps the version choice and the node table current as the map
+// changes, so switches are logged when they happen rather than on the
+// next request, and departed nodes lose their breakers.
+func (s *Server) follow(ctx context.Context) {
+	var rev uint64
+	for {
+		m, err := s.opts.Watcher.Wait(ctx, rev)
+		if err != nil {
+			return
+		}
+		rev = m.Revision
+		s.table.Current()
+		s.health.Retain(func(addr string) bool { _, ok := m.Nodes[addr]; return ok })
+	}
+}

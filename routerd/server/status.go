@@ -1,0 +1,157 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"spangle/routerd/cache"
+	"spangle/routerd/health"
+	"spangle/shared/wire"
+)
+
+// Status is routerd's status page as JSON (GET / or /<db> with Accept:
+// application/json).
+type Status struct {
+	MapRevision    uint64              `json:"map_revision"`
+	MinReplication int                 `json:"min_replication"`
+	DBs            map[string]DBStatus `json:"dbs"`
+	Nodes          []NodeStatus        `json:"nodes"`
+	Cache          cache.Stats         `json:"cache"`
+}
+
+// DBStatus is one db: the version routerd serves and every version known.
+type DBStatus struct {
+	Served   string                   `json:"served_version"`
+	Versions map[string]VersionStatus `json:"versions"`
+}
+
+// VersionStatus is one version and where its partitions live.
+type VersionStatus struct {
+	State         string    `json:"state"`
+	NumPartitions int       `json:"num_partitions"`
+	Created       time.Time `json:"created"`
+	Complete      bool      `json:"complete"`
+	// Replicas holds, per partition, the registered nodes serving it.
+	Replicas [][]string `json:"replicas"`
+}
+
+// NodeStatus is one storaged node as routerd sees it.
+type NodeStatus struct {
+	Addr        string    `json:"addr"`
+	ShardID     string    `json:"shard_id"`
+	Started     time.Time `json:"started"`
+	Breaker     string    `json:"breaker"`
+	Outstanding int64     `json:"outstanding"`
+	LatencyMS   float64   `json:"latency_ms"`
+	Failures    uint32    `json:"consecutive_failures"`
+}
+
+// Status returns the status of every db, or of one when db is not "".
+func (s *Server) Status(db string) Status {
+	st := s.table.Current()
+	m := st.Map
+	out := Status{MapRevision: m.Revision, MinReplication: s.table.MinReplication(),
+		DBs: map[string]DBStatus{}, Cache: s.cache.Stats()}
+	for _, name := range m.DBNames() {
+		if db != "" && name != db {
+			continue
+		}
+		ds := DBStatus{Served: st.Served(name), Versions: map[string]VersionStatus{}}
+		for vname, v := range m.DBs[name] {
+			reps := make([][]string, len(v.Replicas))
+			for p, r := range v.Replicas {
+				reps[p] = registered(m, r)
+			}
+			ds.Versions[vname] = VersionStatus{
+				State:         st.VersionState(name, vname),
+				NumPartitions: v.NumPartitions,
+				Created:       v.Created,
+				Complete:      v.Complete(s.table.MinReplication()),
+				Replicas:      reps,
+			}
+		}
+		out.DBs[name] = ds
+	}
+	hs := map[string]health.NodeStatus{}
+	for _, n := range s.health.Status() {
+		hs[n.Addr] = n
+	}
+	for addr, n := range m.Nodes {
+		h, ok := hs[addr]
+		if !ok {
+			h.Breaker = "closed"
+		}
+		out.Nodes = append(out.Nodes, NodeStatus{
+			Addr: addr, ShardID: n.ShardID, Started: n.Started,
+			Breaker: h.Breaker, Outstanding: h.Outstanding,
+			LatencyMS: float64(h.Latency) / float64(time.Millisecond), Failures: h.Failures,
+		})
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Addr < out.Nodes[j].Addr })
+	return out
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// serveStatus answers / (db == "") and /<db>.
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, db string) {
+	st := s.Status(db)
+	if db != "" {
+		if _, ok := st.DBs[db]; !ok {
+			httpError(w, http.StatusNotFound, "no such db")
+			return
+		}
+		if v := st.DBs[db].Served; v != "" {
+			w.Header().Set(wire.HeaderVersion, v)
+		}
+	}
+	if wantsJSON(r) {
+		writeJSON(w, r, http.StatusOK, st)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := statusPage.Execute(w, pageData(st, db)); err != nil {
+		s.log.Debug("server: writing status page failed")
+	}
+}
+
+// serveHealth answers /healthz in sequins' shape: 200 when some db has a
+// version served.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	st := s.table.Current()
+	out := map[string]map[string]wire.Health{}
+	code := http.StatusNotFound
+	for db, versions := range st.Map.DBs {
+		out[db] = map[string]wire.Health{}
+		for v := range versions {
+			out[db][v] = wire.Health{State: st.VersionState(db, v)}
+		}
+		if st.Served(db) != "" {
+			code = http.StatusOK
+		}
+	}
+	writeJSON(w, r, code, out)
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, "server: encoding status: "+err.Error())
+		return
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
+}

@@ -1,0 +1,16 @@
+// Package placement decides which shard ids should hold which partition
+// copies of a version.
+//
+// A Strategy turns the live shard ids, the number of partitions and the
+// replication into a Placement, given the previous Placement so that a
+// strategy can keep most copies where they already are. Two strategies
+// exist: Sequins, the seed's round-robin deal (the default, which moves
+// almost everything when the shard set changes), and Rendezvous,
+// highest-random-weight hashing with a load bound, which moves close to
+// the minimum on a join or a leave and keeps every shard under
+// ceil(1.1 × mean) copies.
+//
+// Everything here is pure: no sockets, no clocks, no randomness, so every
+// node and the leader compute the same answer from the same inputs, and
+// Simulate can measure movement and balance in a test.
+package placement

@@ -1,0 +1,100 @@
+package placement
+
+import (
+	"fmt"
+
+	"spangle/shared/hashring"
+)
+
+// Placement lists, for each partition, the distinct shard ids that should
+// hold a copy of it. It is the unit a leader decides and publishes; a
+// partition with fewer holders than the replication is under-replicated.
+type Placement [][]string
+
+// Strategy decides a Placement. Implementations are deterministic: the
+// same shard set (in any order, duplicates ignored), partitions,
+// replication and prev give the same result in every process, because
+// every node must agree with the leader without talking to it.
+//
+// prev is the placement in force (nil when there is none); a strategy may
+// use it to move as few copies as possible. Every partition gets
+// min(replication, number of distinct shards) distinct holders.
+type Strategy interface {
+	// Name is the value of `[sharding] assignment` that selects it.
+	Name() string
+	// Place returns the new placement; it never modifies prev.
+	Place(shards []string, partitions, replication int, prev Placement) Placement
+}
+
+// Sequins is the seed's round-robin deal (hashring.Holders). It ignores
+// prev, so it reshuffles most copies on any membership change; it is the
+// default because it is what sequins clusters already do.
+type Sequins struct{}
+
+// Name returns "sequins".
+func (Sequins) Name() string { return "sequins" }
+
+// Place returns hashring.Holders(shards, partitions, replication).
+func (Sequins) Place(shards []string, partitions, replication int, _ Placement) Placement {
+	if partitions <= 0 {
+		return Placement{}
+	}
+	if replication <= 0 {
+		return make(Placement, partitions)
+	}
+	return Placement(hashring.Holders(shards, partitions, replication))
+}
+
+// ByName returns the strategy a cluster config names, so config parsing
+// rejects an unknown name before any node starts deciding with it. The
+// empty name is the default, sequins.
+func ByName(name string) (Strategy, error) {
+	switch name {
+	case "", "sequins":
+		return Sequins{}, nil
+	case "rendezvous":
+		return Rendezvous{}, nil
+	}
+	return nil, fmt.Errorf("placement: unknown assignment strategy %q (want sequins or rendezvous)", name)
+}
+
+// Moves counts the copies next adds: for each partition, the holders in
+// next that were not holders in prev. It is the number of partition
+// copies that must be fetched to go from prev to next, the cost a
+// strategy tries to keep small. Copies dropped are free and not counted.
+func Moves(prev, next Placement) int {
+	moved := 0
+	for p, holders := range next {
+		var old []string
+		if p < len(prev) {
+			old = prev[p]
+		}
+		for _, id := range holders {
+			if !contains(old, id) {
+				moved++
+			}
+		}
+	}
+	return moved
+}
+
+// Load counts the copies each shard id holds in p, to check balance and
+// the load bound. Shards holding nothing are absent from the map.
+func Load(p Placement) map[string]int {
+	load := make(map[string]int)
+	for _, holders := range p {
+		for _, id := range holders {
+			load[id]++
+		}
+	}
+	return load
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

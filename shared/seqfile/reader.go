@@ -1,0 +1,409 @@
+package seqfile
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// readBufferSize is the size of the Reader's input buffer.
+const readBufferSize = 64 << 10
+
+// growStep bounds how far a buffer grows ahead of the data actually read, so
+// a corrupt length cannot make the Reader allocate more than about twice
+// what the file holds.
+const growStep = 1 << 20
+
+// Reader streams the records of one SequenceFile with memory bounded by one
+// record, or one block for block-compressed files. It is not safe for
+// concurrent use.
+type Reader struct {
+	name string
+	in   *bufio.Reader
+	pos  int64 // bytes consumed from in
+	off  int64 // offset of the current record, block or header field
+	hdr  Header
+	dec  decompressor // nil when not compressed
+
+	keyKind, valKind wrapping
+	key, val         []byte
+	err              error
+	done             bool
+
+	// Buffers reused from record to record.
+	num     [16]byte // integers and sync markers; a field so it does not escape per call
+	scratch []byte   // header strings; raw block buffers
+	rawKey  []byte
+	rawVal  []byte
+	plain   []byte // decompressed value
+
+	// Block state: the four decompressed buffers, read positions, and how
+	// many records are left.
+	blk  [4][]byte
+	bpos [4]int
+	left int
+}
+
+// Indexes into Reader.blk.
+const (
+	keyLens = iota
+	keys
+	valLens
+	vals
+)
+
+var blockBufNames = [4]string{"key lengths", "keys", "value lengths", "values"}
+
+// NewReader reads and validates the header of the SequenceFile in r. name,
+// usually the file's path, appears only in error messages. The Reader
+// buffers r; it never reads the whole file at once.
+func NewReader(r io.Reader, name string) (*Reader, error) {
+	sr := &Reader{name: name, in: bufio.NewReaderSize(r, readBufferSize)}
+	if err := sr.readHeader(); err != nil {
+		return nil, err
+	}
+	sr.keyKind = wrappingOf(sr.hdr.KeyClass)
+	sr.valKind = wrappingOf(sr.hdr.ValueClass)
+	return sr, nil
+}
+
+// Header returns what the file declared about itself. The Metadata map is
+// shared with the Reader and must not be modified.
+func (r *Reader) Header() Header { return r.hdr }
+
+// Next advances to the next record. It returns false at the end of the file
+// or on error; Err tells which.
+func (r *Reader) Next() bool {
+	if r.err != nil || r.done {
+		return false
+	}
+	var err error
+	if r.hdr.Compression == Block {
+		err = r.nextInBlock()
+	} else {
+		err = r.nextRecord()
+	}
+	if err != nil {
+		r.key, r.val = nil, nil
+		if err == io.EOF {
+			r.done = true
+		} else {
+			r.err = err
+		}
+		return false
+	}
+	return true
+}
+
+// Key returns the current record's key, unwrapped from BytesWritable or Text.
+// It is valid until the next call to Next.
+func (r *Reader) Key() []byte { return r.key }
+
+// Value returns the current record's value, unwrapped like Key. It is valid
+// until the next call to Next.
+func (r *Reader) Value() []byte { return r.val }
+
+// Err returns the error that stopped Next: nil at a clean end of file,
+// otherwise a *CorruptError (matching ErrCorrupt) or a wrapped I/O error.
+func (r *Reader) Err() error { return r.err }
+
+// Offset returns the byte offset in the file of the current record, or of
+// its block in a block-compressed file.
+func (r *Reader) Offset() int64 { return r.off }
+
+// nextRecord reads one record of an uncompressed or record-compressed file.
+func (r *Reader) nextRecord() error {
+	var n int32
+	for {
+		r.off = r.pos
+		if eof, err := r.atEOF(); eof || err != nil {
+			return err
+		}
+		var err error
+		if n, err = r.readInt32("record length"); err != nil {
+			return err
+		}
+		if n != -1 {
+			break
+		}
+		if err := r.readSync(); err != nil {
+			return err
+		}
+	}
+	keyLen, err := r.readInt32("key length")
+	if err != nil {
+		return err
+	}
+	if n < 0 || n > MaxRecordSize {
+		return r.corrupt(fmt.Sprintf("record length %d", n), nil)
+	}
+	if keyLen < 0 || keyLen > n {
+		return r.corrupt(fmt.Sprintf("key length %d in a record of %d bytes", keyLen, n), nil)
+	}
+	if r.rawKey, err = r.readN(r.rawKey, int(keyLen), "key"); err != nil {
+		return err
+	}
+	if r.rawVal, err = r.readN(r.rawVal, int(n-keyLen), "value"); err != nil {
+		return err
+	}
+	val := r.rawVal
+	if r.dec != nil {
+		r.plain, err = r.dec.decompress(r.plain, r.rawVal, MaxRecordSize)
+		if err != nil {
+			return r.corrupt("decompressing value", err)
+		}
+		val = r.plain
+	}
+	return r.setRecord(r.rawKey, val)
+}
+
+// setRecord unwraps and publishes a record's serialized key and value.
+func (r *Reader) setRecord(key, val []byte) error {
+	var ok bool
+	if r.key, ok = unwrap(r.keyKind, key); !ok {
+		return r.corrupt(fmt.Sprintf("key of %d bytes is not a valid %s", len(key), r.hdr.KeyClass), nil)
+	}
+	if r.val, ok = unwrap(r.valKind, val); !ok {
+		return r.corrupt(fmt.Sprintf("value of %d bytes is not a valid %s", len(val), r.hdr.ValueClass), nil)
+	}
+	return nil
+}
+
+// nextInBlock returns the next record of the current block, reading a new
+// block first when the current one is used up.
+func (r *Reader) nextInBlock() error {
+	if r.left == 0 {
+		if err := r.readBlock(); err != nil {
+			return err
+		}
+	}
+	// readBlock checked that the lengths are sound and cover the buffers.
+	kl, n, _ := decodeVLong(r.blk[keyLens][r.bpos[keyLens]:])
+	r.bpos[keyLens] += n
+	vl, n, _ := decodeVLong(r.blk[valLens][r.bpos[valLens]:])
+	r.bpos[valLens] += n
+	key := r.blk[keys][r.bpos[keys] : r.bpos[keys]+int(kl)]
+	r.bpos[keys] += int(kl)
+	val := r.blk[vals][r.bpos[vals] : r.bpos[vals]+int(vl)]
+	r.bpos[vals] += int(vl)
+	r.left--
+	return r.setRecord(key, val)
+}
+
+// readBlock reads and decompresses the next block and checks that its
+// length buffers describe exactly its key and value buffers.
+func (r *Reader) readBlock() error {
+	r.off = r.pos
+	if eof, err := r.atEOF(); eof || err != nil {
+		return err
+	}
+	esc, err := r.readInt32("sync marker")
+	if err != nil {
+		return err
+	}
+	if esc != -1 {
+		return r.corrupt(fmt.Sprintf("block starts with %#x, not a sync marker", uint32(esc)), nil)
+	}
+	if err := r.readSync(); err != nil {
+		return err
+	}
+	count, err := r.readVLong("record count")
+	if err != nil {
+		return err
+	}
+	if count <= 0 || count > MaxRecordSize {
+		return r.corrupt(fmt.Sprintf("block record count %d", count), nil)
+	}
+	for i := range r.blk {
+		size, err := r.readVLong(blockBufNames[i] + " size")
+		if err != nil {
+			return err
+		}
+		if size < 0 || size > MaxRecordSize {
+			return r.corrupt(fmt.Sprintf("%s size %d", blockBufNames[i], size), nil)
+		}
+		if r.scratch, err = r.readN(r.scratch, int(size), blockBufNames[i]); err != nil {
+			return err
+		}
+		if r.blk[i], err = r.dec.decompress(r.blk[i], r.scratch, MaxRecordSize); err != nil {
+			return r.corrupt("decompressing "+blockBufNames[i], err)
+		}
+		r.bpos[i] = 0
+	}
+	if err := r.checkLengths(keyLens, keys, int(count)); err != nil {
+		return err
+	}
+	if err := r.checkLengths(valLens, vals, int(count)); err != nil {
+		return err
+	}
+	r.left = int(count)
+	return nil
+}
+
+// checkLengths verifies that buffer lens holds exactly count non-negative
+// vints whose sum is the size of buffer data.
+func (r *Reader) checkLengths(lens, data, count int) error {
+	b := r.blk[lens]
+	total := 0
+	for i := 0; i < count; i++ {
+		v, n, err := decodeVLong(b)
+		if err != nil {
+			return r.corrupt(fmt.Sprintf("%s: %d of %d records", blockBufNames[lens], i, count), err)
+		}
+		if v < 0 || v > int64(len(r.blk[data])-total) {
+			return r.corrupt(fmt.Sprintf("%s: length %d overruns %d bytes of %s", blockBufNames[lens], v, len(r.blk[data]), blockBufNames[data]), nil)
+		}
+		total += int(v)
+		b = b[n:]
+	}
+	if len(b) != 0 {
+		return r.corrupt(fmt.Sprintf("%s: %d bytes after %d records", blockBufNames[lens], len(b), count), nil)
+	}
+	if total != len(r.blk[data]) {
+		return r.corrupt(fmt.Sprintf("%s: %d bytes, but the lengths add up to %d", blockBufNames[data], len(r.blk[data]), total), nil)
+	}
+	return nil
+}
+
+// readSync reads the 16 bytes after a sync escape and checks them against
+// the header.
+func (r *Reader) readSync() error {
+	if err := r.readFull(r.num[:16], "sync marker"); err != nil {
+		return err
+	}
+	if [16]byte(r.num[:16]) != r.hdr.Sync {
+		return r.corrupt("sync marker does not match the header's", nil)
+	}
+	return nil
+}
+
+// atEOF reports whether the input ended cleanly at the current position.
+func (r *Reader) atEOF() (bool, error) {
+	_, err := r.in.Peek(1)
+	if err == io.EOF {
+		return true, io.EOF
+	}
+	if err != nil {
+		return false, r.ioError("reading", err)
+	}
+	return false, nil
+}
+
+// readFull fills b from the input; running out of input is corruption.
+func (r *Reader) readFull(b []byte, what string) error {
+	n, err := io.ReadFull(r.in, b)
+	r.pos += int64(n)
+	if err != nil {
+		return r.readError(what, n, len(b), err)
+	}
+	return nil
+}
+
+// readN reads n bytes into dst's storage. It grows dst no faster than the
+// data arrives, so a corrupt n on a short file costs little memory.
+func (r *Reader) readN(dst []byte, n int, what string) ([]byte, error) {
+	dst = dst[:0]
+	for len(dst) < n {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, min(n-len(dst), max(cap(dst), growStep)))
+		}
+		m, err := io.ReadFull(r.in, dst[len(dst):min(n, cap(dst))])
+		r.pos += int64(m)
+		dst = dst[:len(dst)+m]
+		if err != nil {
+			return dst, r.readError(what, len(dst), n, err)
+		}
+	}
+	return dst, nil
+}
+
+func (r *Reader) readInt32(what string) (int32, error) {
+	b := r.num[:4]
+	if err := r.readFull(b, what); err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(b)), nil
+}
+
+func (r *Reader) readVLong(what string) (int64, error) {
+	b := r.num[:maxVLongLen]
+	if err := r.readFull(b[:1], what); err != nil {
+		return 0, err
+	}
+	n := vlongLen(b[0])
+	if err := r.readFull(b[1:n], what); err != nil {
+		return 0, err
+	}
+	v, _, err := decodeVLong(b[:n])
+	return v, err
+}
+
+// readError turns a short read into a CorruptError and anything else into
+// an I/O error.
+func (r *Reader) readError(what string, got, want int, err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return r.corrupt(fmt.Sprintf("truncated %s (%d of %d bytes)", what, got, want), io.ErrUnexpectedEOF)
+	}
+	return r.ioError("reading "+what, err)
+}
+
+func (r *Reader) ioError(what string, err error) error {
+	return fmt.Errorf("seqfile: %s: %s at byte %d: %w", r.name, what, r.pos, err)
+}
+
+// corrupt returns a CorruptError at the current record, block or header
+// field.
+func (r *Reader) corrupt(reason string, err error) error {
+	return &CorruptError{File: r.name, Offset: r.off, Reason: reason, Err: err}
+}
+
+// wrapping is how a Writable class frames its payload.
+type wrapping int
+
+const (
+	rawWritable   wrapping = iota // unknown class: keep serialized bytes
+	bytesWritable                 // 4-byte big-endian length
+	textWritable                  // vint length
+)
+
+func wrappingOf(class string) wrapping {
+	switch class {
+	case BytesWritable:
+		return bytesWritable
+	case Text:
+		return textWritable
+	}
+	return rawWritable
+}
+
+// unwrap returns the payload of a serialized Writable, or false if the
+// length prefix does not match the serialized size exactly.
+func unwrap(kind wrapping, b []byte) ([]byte, bool) {
+	switch kind {
+	case bytesWritable:
+		if len(b) < 4 || int64(binary.BigEndian.Uint32(b)) != int64(len(b)-4) {
+			return nil, false
+		}
+		return b[4:], true
+	case textWritable:
+		v, n, err := decodeVLong(b)
+		if err != nil || v != int64(len(b)-n) {
+			return nil, false
+		}
+		return b[n:], true
+	}
+	return b, true
+}
+
+// appendWrapped appends payload p framed for kind.
+func appendWrapped(dst []byte, kind wrapping, p []byte) []byte {
+	switch kind {
+	case bytesWritable:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(p)))
+	case textWritable:
+		dst = appendVLong(dst, int64(len(p)))
+	}
+	return append(dst, p...)
+}

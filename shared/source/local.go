@@ -1,0 +1,146 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// local is a source root on a local file system. Every access goes through
+// an os.Root, so a symlink or a name that leads outside the root fails
+// instead of being followed.
+type local struct {
+	path string
+	root *os.Root
+	opts Options
+}
+
+func openLocal(path string, opts Options) (*local, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrBadRoot, path, err)
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRoot, err)
+	}
+	return &local{path: abs, root: r, opts: opts}, nil
+}
+
+func (l *local) String() string { return "file://" + l.path }
+
+// readDir lists dir (a slash path relative to the root) and returns the
+// entries for which keep is true.
+func (l *local) readDir(ctx context.Context, dir string) ([]fs.DirEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := l.root.Open(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, dir)
+		}
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("source: listing %s: %w", dir, err)
+	}
+	return ents, nil
+}
+
+// subdirs returns the valid names in dir that are directories, following
+// symlinks only as far as they stay inside the root.
+func (l *local) subdirs(ctx context.Context, dir string) ([]string, error) {
+	ents, err := l.readDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !ValidName(e.Name()) {
+			continue
+		}
+		fi, err := l.root.Stat(joinRel(dir, e.Name()))
+		if err != nil || !fi.IsDir() {
+			continue // dangling, escaping or not a directory
+		}
+		names = append(names, e.Name())
+	}
+	return sortedValid(names), nil
+}
+
+func (l *local) DBs(ctx context.Context) ([]string, error) {
+	return l.subdirs(ctx, ".")
+}
+
+func (l *local) Versions(ctx context.Context, db string) ([]string, error) {
+	if !ValidName(db) {
+		return nil, fmt.Errorf("%w: bad db name %q", ErrNotFound, db)
+	}
+	vs, err := l.subdirs(ctx, db)
+	if err != nil || !l.opts.RequireSuccess {
+		return vs, err
+	}
+	out := vs[:0]
+	for _, v := range vs {
+		if fi, err := l.root.Stat(db + "/" + v + "/" + SuccessFile); err == nil && fi.Mode().IsRegular() {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (l *local) Files(ctx context.Context, db, version string) ([]File, error) {
+	if !ValidName(db) || !ValidName(version) {
+		return nil, fmt.Errorf("%w: bad name %q/%q", ErrNotFound, db, version)
+	}
+	dir := db + "/" + version
+	ents, err := l.readDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, e := range ents {
+		if Hidden(e.Name()) {
+			continue
+		}
+		fi, err := l.root.Stat(dir + "/" + e.Name())
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		files = append(files, File{Name: e.Name(), Size: fi.Size(), ModTime: fi.ModTime().UTC()})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	return files, nil
+}
+
+func (l *local) Open(ctx context.Context, db, version, name string) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !ValidName(db) || !ValidName(version) || Hidden(name) || name == "" || filepath.Base(name) != name {
+		return nil, fmt.Errorf("%w: bad file %q/%q/%q", ErrNotFound, db, version, name)
+	}
+	f, err := l.root.Open(db + "/" + version + "/" + name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s/%s/%s", ErrNotFound, db, version, name)
+		}
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	return f, nil
+}
+
+func joinRel(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}

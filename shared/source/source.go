@@ -1,0 +1,104 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"spangle/shared/topo"
+)
+
+// ErrNotFound is returned when a db, version or file is not in the root.
+var ErrNotFound = errors.New("source: not found")
+
+// ErrBadRoot is returned by Open for a root it cannot serve.
+var ErrBadRoot = errors.New("source: bad root")
+
+// SuccessFile is the marker Hadoop writes when a job succeeded.
+const SuccessFile = "_SUCCESS"
+
+// File is one data file of a version. Size and ModTime let a local copy
+// tell whether the source changed since it was loaded.
+type File struct {
+	Name    string    `json:"name"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mtime"`
+}
+
+// Source is a source root. Implementations are safe for concurrent use.
+type Source interface {
+	// DBs returns the valid db names in the root, sorted.
+	DBs(ctx context.Context) ([]string, error)
+	// Versions returns the valid version names of db, sorted ascending, so
+	// the newest is last. With RequireSuccess, versions without _SUCCESS
+	// are left out.
+	Versions(ctx context.Context, db string) ([]string, error)
+	// Files returns the data files of a version, sorted by name: regular
+	// files whose names are not hidden (do not start with '_' or '.').
+	Files(ctx context.Context, db, version string) ([]File, error)
+	// Open opens one data file of a version for reading.
+	Open(ctx context.Context, db, version, name string) (io.ReadCloser, error)
+	// String names the root for logs.
+	String() string
+}
+
+// Options configures Open.
+type Options struct {
+	// RequireSuccess makes a version count only once it holds _SUCCESS.
+	RequireSuccess bool
+}
+
+// Open returns the Source for root: a local path ("/data", "data") or a
+// file:// URI ("file:///data").
+func Open(root string, opts Options) (Source, error) {
+	if root == "" {
+		return nil, fmt.Errorf("%w: empty", ErrBadRoot)
+	}
+	path := root
+	if strings.Contains(root, "://") {
+		u, err := url.Parse(root)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrBadRoot, root, err)
+		}
+		if u.Scheme != "file" {
+			return nil, fmt.Errorf("%w: %q: scheme %q is not supported (use a path or file://)", ErrBadRoot, root, u.Scheme)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("%w: %q: file:// URIs name no host", ErrBadRoot, root)
+		}
+		path = u.Path
+	}
+	return openLocal(path, opts)
+}
+
+// Newest returns the newest version of names (sorted ascending), or "".
+func Newest(versions []string) string {
+	if len(versions) == 0 {
+		return ""
+	}
+	return versions[len(versions)-1]
+}
+
+// Hidden reports whether name is one of Hadoop's hidden files.
+func Hidden(name string) bool {
+	return strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".")
+}
+
+// ValidName reports whether name may be a db or version.
+func ValidName(name string) bool { return topo.ValidName(name) }
+
+func sortedValid(names []string) []string {
+	out := names[:0]
+	for _, n := range names {
+		if ValidName(n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

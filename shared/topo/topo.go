@@ -1,0 +1,78 @@
+package topo
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors a backend returns, checked with errors.Is.
+var (
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("topo: connection closed")
+	// ErrUnavailable means the coordination service cannot be reached now.
+	// What was published stays wanted: the backend publishes it again once
+	// the service is back.
+	ErrUnavailable = errors.New("topo: coordination service unavailable")
+	// ErrBadName is returned for a db, version, shard id or address that
+	// cannot be part of a znode name.
+	ErrBadName = errors.New("topo: bad name")
+)
+
+// Node is what a storaged publishes about itself under nodes/.
+type Node struct {
+	// ID is the node's identity, persisted in its local store so it
+	// survives restarts and address changes.
+	ID string `json:"id"`
+	// ShardID decides which partitions the node holds; nodes that share it
+	// hold the same partitions. It defaults to Addr.
+	ShardID string `json:"shard_id"`
+	// Addr is the advertised host:port that routers and peers dial.
+	Addr string `json:"addr"`
+	// Started is when the process started.
+	Started time.Time `json:"started"`
+}
+
+// VersionInfo is the data of the persistent partitions/<db>/<version>
+// znode: the first node to see a version writes it, later ones read it.
+type VersionInfo struct {
+	NumPartitions int       `json:"num_partitions"`
+	Created       time.Time `json:"created"`
+}
+
+// Watcher is the read-only view of the cluster that routers need.
+type Watcher interface {
+	// Map returns the latest known cluster map, from memory. It never
+	// blocks on the network and never returns nil.
+	Map() *Map
+	// Wait blocks until the map's Revision is greater than after, and
+	// returns that map, or returns ctx's error.
+	Wait(ctx context.Context, after uint64) (*Map, error)
+}
+
+// Conn is the coordination service as a storaged node uses it. It is safe
+// for concurrent use.
+//
+// Everything a node publishes is remembered by the Conn: when a session is
+// lost and a new one made, the Conn publishes it all again by itself, so
+// callers publish once and never retry.
+type Conn interface {
+	Watcher
+
+	// RegisterNode publishes n as the ephemeral nodes/<shard_id>@<addr>.
+	RegisterNode(ctx context.Context, n Node) error
+	// PublishVersion creates partitions/<db>/<version> holding info if it
+	// does not exist yet, and returns what it holds (the first writer's
+	// info wins).
+	PublishVersion(ctx context.Context, db, version string, info VersionInfo) (VersionInfo, error)
+	// PublishPartition publishes the ephemeral
+	// partitions/<db>/<version>/<partition>@<addr>: addr serves it.
+	PublishPartition(ctx context.Context, db, version string, partition int, addr string) error
+	// UnpublishPartition removes what PublishPartition published. Removing
+	// something absent is not an error.
+	UnpublishPartition(ctx context.Context, db, version string, partition int, addr string) error
+	// Connected reports whether a session with the service is up now.
+	Connected() bool
+	// Close ends the session, which removes every ephemeral entry.
+	Close() error
+}

@@ -1,0 +1,5 @@
+// Package wire is the HTTP contract that storaged and routerd both speak:
+// header names (sequins' own, so sequins clients work unchanged), how a
+// request path splits into a db and a key, the version states, and the
+// JSON shapes of the status and health pages.
+package wire

@@ -1,0 +1,134 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"spangle/shared/topo"
+)
+
+// Header names. They keep sequins' names so that sequins clients work.
+const (
+	// HeaderVersion is set on every answer about an existing db, and on a
+	// request it pins the version to answer from.
+	HeaderVersion = "X-Sequins-Version"
+	// HeaderProxiedTo names the storaged node that answered through routerd.
+	HeaderProxiedTo = "X-Sequins-Proxied-To"
+	// HeaderPartition carries a key's partition, computed by Envoy's Lua
+	// filter, so that Envoy routes can match it.
+	HeaderPartition = "X-Spangle-Partition"
+)
+
+// Version states, as sequins' /healthz names them.
+const (
+	StateBuilding = "BUILDING"
+	StateActive   = "ACTIVE"
+	StateRemoving = "REMOVING"
+	StateError    = "ERROR"
+)
+
+// Reserved paths. A db cannot be named healthz or metrics with a key-less
+// request, but /healthz/<key> still looks up a key in a db named healthz.
+const (
+	PathHealth  = "/healthz"
+	PathMetrics = "/metrics"
+)
+
+// MaxKeyLen bounds the unescaped key: longer keys get 414, since no sane
+// batch job writes them and the request would only cost memory.
+const MaxKeyLen = 32 << 10
+
+// DefaultContentType is the Content-Type of values unless configured.
+const DefaultContentType = "application/octet-stream"
+
+// Errors of ParsePath. Servers map them to status codes with StatusOf.
+var (
+	ErrEmptyKey   = errors.New("wire: empty key")
+	ErrKeyTooLong = errors.New("wire: key too long")
+	ErrBadPath    = errors.New("wire: bad path")
+)
+
+// Target is what a request path names: a db's status (Key == nil and
+// HasKey false) or one key of a db.
+type Target struct {
+	DB     string
+	Key    []byte
+	HasKey bool
+}
+
+// ParsePath splits an escaped request path (http.Request.URL.EscapedPath)
+// into a db and a URL-unescaped key. The key is everything after
+// "/<db>/", so it may hold '/' literally or as %2F and any byte as %XX.
+// "/<db>" alone names the db's status.
+func ParsePath(escaped string) (Target, error) {
+	if !strings.HasPrefix(escaped, "/") || escaped == "/" {
+		return Target{}, fmt.Errorf("%w: %q", ErrBadPath, escaped)
+	}
+	rest := escaped[1:]
+	dbPart, keyPart, hasKey := strings.Cut(rest, "/")
+	db, err := url.PathUnescape(dbPart)
+	if err != nil || !topo.ValidName(db) {
+		return Target{}, fmt.Errorf("%w: bad db name %q", ErrBadPath, dbPart)
+	}
+	if !hasKey {
+		return Target{DB: db}, nil
+	}
+	// A quick bound before unescaping: %XX takes 3 bytes per key byte.
+	if len(keyPart) > 3*MaxKeyLen {
+		return Target{}, ErrKeyTooLong
+	}
+	key, err := url.PathUnescape(keyPart)
+	if err != nil {
+		return Target{}, fmt.Errorf("%w: bad escape in key: %v", ErrBadPath, err)
+	}
+	if key == "" {
+		return Target{}, ErrEmptyKey
+	}
+	if len(key) > MaxKeyLen {
+		return Target{}, ErrKeyTooLong
+	}
+	return Target{DB: db, Key: []byte(key), HasKey: true}, nil
+}
+
+// KeyPath is the escaped path of a key lookup, the inverse of ParsePath.
+func KeyPath(db string, key []byte) string {
+	return "/" + db + "/" + url.PathEscape(string(key))
+}
+
+// NodeStatus is the JSON of a storaged's status page (GET / with Accept:
+// application/json). routerd's static discovery reads it.
+type NodeStatus struct {
+	Node topo.Node `json:"node"`
+	// Mode is "standalone" or "cluster".
+	Mode string              `json:"mode"`
+	DBs  map[string]DBStatus `json:"dbs"`
+	// Cluster is the node's cached view of the whole cluster (cluster
+	// mode only).
+	Cluster *topo.Map `json:"cluster,omitempty"`
+}
+
+// DBStatus is one db on a node.
+type DBStatus struct {
+	// Current is the version served to clients who pin none; "" if none.
+	Current  string                   `json:"current_version"`
+	Versions map[string]VersionStatus `json:"versions"`
+}
+
+// VersionStatus is one version of a db on a node.
+type VersionStatus struct {
+	State         string `json:"state"`
+	Reason        string `json:"reason,omitempty"`
+	NumPartitions int    `json:"num_partitions"`
+	// Partitions lists the partitions this node has loaded and serves.
+	Partitions []int     `json:"partitions"`
+	Created    time.Time `json:"created"`
+}
+
+// Health is one entry of GET /healthz: {"<db>": {"<version>": Health}}.
+type Health struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}

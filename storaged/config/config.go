@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"spangle/shared/topo"
+)
+
+// Defaults.
+const (
+	DefaultBind             = "0.0.0.0:9599"
+	DefaultLocalStore       = "/var/lib/spangle/storaged"
+	DefaultVersionRetention = 10 * time.Minute
+	DefaultReplication      = 2
+	DefaultTimeToConverge   = 10 * time.Second
+	DefaultClusterName      = "spangle"
+	DefaultZKConnect        = time.Second
+	DefaultZKSession        = 10 * time.Second
+	DefaultBlockCacheSize   = 8 << 20
+	DefaultBlockSize        = 16 << 10
+	DefaultBloomBits        = 10
+	DefaultSpillSize        = 128 << 20
+)
+
+// Config is everything storaged is told.
+type Config struct {
+	// Source is the source root: a path or a file:// URI.
+	Source string `toml:"source"`
+	// Bind is the HTTP listen address.
+	Bind string `toml:"bind"`
+	// LocalStore is where loaded versions are kept.
+	LocalStore string `toml:"local_store"`
+	// RefreshPeriod re-scans the source that often; 0 only at start and
+	// on SIGHUP.
+	RefreshPeriod time.Duration `toml:"refresh_period"`
+	// RequireSuccessFile makes a version count only with _SUCCESS.
+	RequireSuccessFile bool `toml:"require_success_file"`
+	// ContentType of values; default application/octet-stream.
+	ContentType string `toml:"content_type"`
+	// MaxParallelLoads bounds the source files read at once; 0 means
+	// one per CPU.
+	MaxParallelLoads int `toml:"max_parallel_loads"`
+	// VersionRetention is how long a replaced version keeps answering
+	// pinned requests after its last use.
+	VersionRetention time.Duration `toml:"version_retention"`
+	// MaxInflight sheds load above that many lookups at once (503 with
+	// Retry-After); 0 means no limit.
+	MaxInflight int `toml:"max_inflight"`
+	// TestDelay delays every lookup (tests and benchmarks only).
+	TestDelay time.Duration `toml:"test_delay"`
+	// LogLevel is zap's level name.
+	LogLevel string `toml:"log_level"`
+
+	Sharding Sharding `toml:"sharding"`
+	ZK       ZK       `toml:"zk"`
+	LevelDB  LevelDB  `toml:"leveldb"`
+}
+
+// Sharding is cluster mode's section; it is validated now and used once
+// cluster mode is built.
+type Sharding struct {
+	Enabled        bool          `toml:"enabled"`
+	Replication    int           `toml:"replication"`
+	MinReplication int           `toml:"min_replication"`
+	MaxReplication int           `toml:"max_replication"`
+	TimeToConverge time.Duration `toml:"time_to_converge"`
+	ClusterName    string        `toml:"cluster_name"`
+	// AdvertisedHostname is the host:port (or host; the bind port is
+	// added) that peers and routers dial.
+	AdvertisedHostname string `toml:"advertised_hostname"`
+	// ShardID defaults to the advertised address.
+	ShardID string `toml:"shard_id"`
+}
+
+// ZK is the ZooKeeper section.
+type ZK struct {
+	Servers        []string      `toml:"servers"`
+	ConnectTimeout time.Duration `toml:"connect_timeout"`
+	SessionTimeout time.Duration `toml:"session_timeout"`
+	Prefix         string        `toml:"prefix"`
+}
+
+// LevelDB bounds the memory and shapes the files of partitions.
+type LevelDB struct {
+	// BlockCacheSize is each open partition's block cache in bytes.
+	BlockCacheSize int `toml:"block_cache_size"`
+	// BlockSize is the data block size of written tables.
+	BlockSize int `toml:"block_size"`
+	// BloomBitsPerKey sizes bloom filters; 0 turns them off.
+	BloomBitsPerKey int `toml:"bloom_bits_per_key"`
+	// Compression of blocks: "none" or "snappy".
+	Compression string `toml:"compression"`
+	// OpenFiles bounds the table files each partition keeps open.
+	OpenFiles int `toml:"open_files"`
+	// SpillSize is how many bytes of records a load buffers before
+	// writing sorted runs (for files that are not pre-sharded).
+	SpillSize int64 `toml:"spill_size"`
+	// NoSync skips fsync of loaded files (faster; a crash may then leave
+	// a version that must be reloaded by hand).
+	NoSync bool `toml:"no_sync"`
+}
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{
+		Bind:             DefaultBind,
+		LocalStore:       DefaultLocalStore,
+		VersionRetention: DefaultVersionRetention,
+		LogLevel:         "info",
+		Sharding: Sharding{
+			Replication: DefaultReplication, MinReplication: 1,
+			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
+		},
+		ZK: ZK{ConnectTimeout: DefaultZKConnect, SessionTimeout: DefaultZKSession, Prefix: topo.DefaultPrefix},
+		LevelDB: LevelDB{
+			BlockCacheSize: DefaultBlockCacheSize, BlockSize: DefaultBlockSize,
+			BloomBitsPerKey: DefaultBloomBits, Compression: "none", SpillSize: DefaultSpillSize,
+		},
+	}
+}
+
+// Decode reads TOML into c, over what c already holds. Unknown keys are
+// errors naming the key.
+func Decode(data string, c *Config) error {
+	md, err := toml.Decode(data, c)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("config: unknown key %s", strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+func errKey(key, format string, args ...any) error {
+	return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+}
+
+// Validate checks every value and returns the first bad one, named.
+func (c *Config) Validate() error {
+	var errs []error
+	check := func(bad bool, key, format string, args ...any) {
+		if bad {
+			errs = append(errs, errKey(key, format, args...))
+		}
+	}
+	check(c.Source == "", "source", "required (a path or file:// URI)")
+	if _, _, err := net.SplitHostPort(c.Bind); err != nil {
+		errs = append(errs, errKey("bind", "%q is not host:port", c.Bind))
+	}
+	check(c.LocalStore == "", "local_store", "required")
+	check(c.RefreshPeriod < 0, "refresh_period", "must not be negative")
+	if c.ContentType != "" {
+		if _, _, err := mime.ParseMediaType(c.ContentType); err != nil {
+			errs = append(errs, errKey("content_type", "%q: %v", c.ContentType, err))
+		}
+	}
+	check(c.MaxParallelLoads < 0, "max_parallel_loads", "must not be negative")
+	check(c.VersionRetention <= 0, "version_retention", "must be positive")
+	check(c.MaxInflight < 0, "max_inflight", "must not be negative")
+	check(c.TestDelay < 0, "test_delay", "must not be negative")
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, errKey("log_level", "%q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	s := c.Sharding
+	check(s.Replication < 1, "sharding.replication", "must be at least 1")
+	check(s.MinReplication < 1 || s.MinReplication > s.Replication, "sharding.min_replication", "must be between 1 and replication (%d)", s.Replication)
+	check(s.MaxReplication != 0 && s.MaxReplication < s.Replication, "sharding.max_replication", "must be 0 (no limit) or at least replication (%d)", s.Replication)
+	check(s.TimeToConverge < 0, "sharding.time_to_converge", "must not be negative")
+	check(s.ClusterName == "" || strings.Contains(s.ClusterName, "/"), "sharding.cluster_name", "must be non-empty without '/'")
+	if s.ShardID != "" {
+		if err := topo.CheckShardID(s.ShardID); err != nil {
+			errs = append(errs, errKey("sharding.shard_id", "%v", err))
+		}
+	}
+	check(strings.ContainsAny(s.AdvertisedHostname, "/@"), "sharding.advertised_hostname", "must be a host or host:port")
+	check(s.Enabled && len(c.ZK.Servers) == 0, "zk.servers", "required when sharding is enabled")
+	for _, srv := range c.ZK.Servers {
+		if _, _, err := net.SplitHostPort(srv); err != nil {
+			errs = append(errs, errKey("zk.servers", "%q is not host:port", srv))
+		}
+	}
+	check(c.ZK.ConnectTimeout <= 0, "zk.connect_timeout", "must be positive")
+	check(c.ZK.SessionTimeout <= 0, "zk.session_timeout", "must be positive")
+	check(c.ZK.Prefix == "" || strings.Contains(c.ZK.Prefix, "/"), "zk.prefix", "must be non-empty without '/'")
+	l := c.LevelDB
+	check(l.BlockCacheSize < 0, "leveldb.block_cache_size", "must not be negative")
+	check(l.BlockSize < 0 || l.BlockSize > 64<<20, "leveldb.block_size", "must be between 0 and 64 MiB")
+	check(l.BloomBitsPerKey < 0 || l.BloomBitsPerKey > 64, "leveldb.bloom_bits_per_key", "must be between 0 and 64")
+	check(l.Compression != "none" && l.Compression != "snappy", "leveldb.compression", "%q is not none or snappy", l.Compression)
+	check(l.OpenFiles < 0, "leveldb.open_files", "must not be negative")
+	check(l.SpillSize < 0, "leveldb.spill_size", "must not be negative")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeSequinsKeys(t *testing.T) {
+	c := Default()
+	err := Decode(`
+source = "file:///data"
+bind = "127.0.0.1:9600"
+local_store = "/tmp/x"
+refresh_period = "30s"
+require_success_file = true
+content_type = "text/plain"
+max_parallel_loads = 3
+version_retention = "1m"
+max_inflight = 100
+
+[sharding]
+enabled = true
+replication = 3
+min_replication = 2
+max_replication = 4
+time_to_converge = "5s"
+cluster_name = "prod"
+advertised_hostname = "host1:9600"
+shard_id = "a"
+
+[zk]
+servers = ["zk1:2181", "zk2:2181"]
+connect_timeout = "2s"
+session_timeout = "20s"
+prefix = "spangle"
+
+[leveldb]
+block_cache_size = 1048576
+compression = "snappy"
+`, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.RefreshPeriod != 30*time.Second || !c.RequireSuccessFile || c.Sharding.Replication != 3 ||
+		len(c.ZK.Servers) != 2 || c.LevelDB.Compression != "snappy" || c.VersionRetention != time.Minute {
+		t.Fatalf("decoded %+v", c)
+	}
+}
+
+func TestBadConfigNamesTheKey(t *testing.T) {
+	cases := map[string]string{
+		`source = "/x"` + "\nbogus = 1":                        "bogus",
+		`source = "/x"` + "\n[sharding]\nreplicas = 2":         "sharding.replicas",
+		`source = "/x"` + "\nversion_retention = \"soon\"":     "version_retention",
+		`source = "/x"` + "\nversion_retention = \"-1s\"":      "version_retention",
+		`source = "/x"` + "\nbind = \"nope\"":                  "bind",
+		`source = "/x"` + "\n[sharding]\nmin_replication = 5":  "sharding.min_replication",
+		`source = "/x"` + "\n[sharding]\nenabled = true":       "zk.servers",
+		`source = "/x"` + "\n[leveldb]\ncompression = \"lz4\"": "leveldb.compression",
+		`source = "/x"` + "\nmax_inflight = -2":                "max_inflight",
+		`bind = "127.0.0.1:1"`:                                 "source",
+	}
+	for in, key := range cases {
+		c := Default()
+		err := Decode(in, &c)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v should name %s", in, err, key)
+		}
+	}
+}
+
+func TestFlagsOverrideFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "storaged.toml")
+	os.WriteFile(path, []byte("source = \"/a\"\nbind = \"127.0.0.1:1\"\nmax_inflight = 5\n"), 0o644)
+	c, err := Parse([]string{"--config", path, "--source", "/b", "--local-store", "/s", "--test-delay", "300ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source != "/b" || c.Bind != "127.0.0.1:1" || c.LocalStore != "/s" || c.MaxInflight != 5 || c.TestDelay != 300*time.Millisecond {
+		t.Fatalf("parsed %+v", c)
+	}
+	if _, err := Parse([]string{"--bind", "x"}, io.Discard); err == nil {
+		t.Fatal("missing source accepted")
+	}
+	if _, err := Parse([]string{"--source", "/a", "--nope"}, io.Discard); err == nil {
+		t.Fatal("unknown flag accepted")
+	}
+}

@@ -1,0 +1,98 @@
+package loader
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"sync"
+)
+
+// chunkSize is the size of the arena chunks records are copied into.
+const chunkSize = 1 << 20
+
+// entry locates one buffered record. prefix holds the key's first 8 bytes
+// big-endian, so most comparisons never touch the arena.
+type entry struct {
+	prefix uint64
+	chunk  uint32
+	off    uint32
+}
+
+// buffer holds one partition's records for the general path. Records are
+// copied into large chunks ([klen uvarint][vlen uvarint][key][value]) so
+// that the garbage collector sees few objects. add is safe for concurrent
+// use; take, sort and record are used by one goroutine.
+type buffer struct {
+	mu      sync.Mutex // guards all fields during add and take
+	chunks  [][]byte
+	entries []entry
+	bytes   int64
+}
+
+// add copies a record in and returns the bytes it took.
+func (b *buffer) add(key, val []byte) int64 {
+	need := 2*binary.MaxVarintLen32 + len(key) + len(val)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	last := len(b.chunks) - 1
+	if last < 0 || cap(b.chunks[last])-len(b.chunks[last]) < need {
+		b.chunks = append(b.chunks, make([]byte, 0, max(chunkSize, need)))
+		last++
+	}
+	c := b.chunks[last]
+	off := len(c)
+	c = binary.AppendUvarint(c, uint64(len(key)))
+	c = binary.AppendUvarint(c, uint64(len(val)))
+	c = append(c, key...)
+	c = append(c, val...)
+	b.chunks[last] = c
+	b.entries = append(b.entries, entry{prefix: prefixOf(key), chunk: uint32(last), off: uint32(off)})
+	n := int64(len(c)-off) + 16
+	b.bytes += n
+	return n
+}
+
+// take moves the records out into a new buffer and leaves b empty.
+func (b *buffer) take() *buffer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := &buffer{chunks: b.chunks, entries: b.entries, bytes: b.bytes}
+	b.chunks, b.entries, b.bytes = nil, nil, 0
+	return out
+}
+
+// record returns the key and value of entry i, pointing into the arena.
+func (b *buffer) record(i int) (key, val []byte) {
+	e := b.entries[i]
+	c := b.chunks[e.chunk][e.off:]
+	kl, n1 := binary.Uvarint(c)
+	vl, n2 := binary.Uvarint(c[n1:])
+	c = c[n1+n2:]
+	return c[:kl:kl], c[kl : kl+vl : kl+vl]
+}
+
+func (b *buffer) keyOf(e entry) []byte {
+	c := b.chunks[e.chunk][e.off:]
+	kl, n1 := binary.Uvarint(c)
+	_, n2 := binary.Uvarint(c[n1:])
+	return c[n1+n2 : n1+n2+int(kl)]
+}
+
+// sort orders the entries by key.
+func (b *buffer) sort() {
+	slices.SortFunc(b.entries, func(x, y entry) int {
+		if x.prefix != y.prefix {
+			if x.prefix < y.prefix {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(b.keyOf(x), b.keyOf(y))
+	})
+}
+
+func prefixOf(key []byte) uint64 {
+	var p [8]byte
+	copy(p[:], key)
+	return binary.BigEndian.Uint64(p[:])
+}

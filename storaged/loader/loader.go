@@ -1,0 +1,334 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/hashring"
+	"spangle/shared/seqfile"
+	"spangle/shared/source"
+	"spangle/storaged/store"
+)
+
+// ErrNoFiles is returned for a version without data files.
+var ErrNoFiles = errors.New("loader: version has no data files")
+
+// Options tunes loading. Zero values select the defaults noted.
+type Options struct {
+	// Parallel is how many files of one version are read at once; default
+	// GOMAXPROCS.
+	Parallel int
+	// Limit, when set, is a semaphore shared by all loads of a node
+	// (max_parallel_loads): a file is read only while holding a slot.
+	Limit chan struct{}
+	// SpillBytes is how many bytes of records the general path buffers
+	// before writing sorted runs; default 128 MiB.
+	SpillBytes int64
+	// Build tunes the written tables.
+	Build store.BuildOptions
+	// Log receives progress; default no logging.
+	Log *zap.Logger
+}
+
+// Request names what to load.
+type Request struct {
+	Source      source.Source
+	DB, Version string
+	// Files are the version's data files; N = len(Files).
+	Files []source.File
+	// Held lists the partitions to build; nil means all N.
+	Held []int
+	// Dir returns the directory of partition p's database.
+	Dir func(p int) string
+}
+
+// Result says what a load did.
+type Result struct {
+	Records int64
+	// FastFiles counts files loaded wholly by the fast path.
+	FastFiles int
+	// Runs counts the sorted runs written.
+	Runs int64
+}
+
+// loadState is one version's load in progress.
+type loadState struct {
+	ctx      context.Context
+	req      Request
+	opts     Options
+	n        int
+	builders []*store.PartitionBuilder // by partition; nil if not held
+	buffers  []*buffer                 // by partition; nil if not held
+	buffered atomic.Int64              // bytes in buffers
+	spillMu  sync.Mutex                // one spill at a time
+	records  atomic.Int64
+	runs     atomic.Int64
+	fast     atomic.Int64
+}
+
+// Load builds the held partitions of a version. On success every held
+// partition is a finished database; on error the caller discards the
+// partially written directories.
+func Load(ctx context.Context, req Request, opts Options) (Result, error) {
+	n := len(req.Files)
+	if n == 0 {
+		return Result{}, fmt.Errorf("%w: %s/%s", ErrNoFiles, req.DB, req.Version)
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = runtime.GOMAXPROCS(0)
+	}
+	if opts.SpillBytes <= 0 {
+		opts.SpillBytes = 128 << 20
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	held := req.Held
+	if held == nil {
+		held = make([]int, n)
+		for i := range held {
+			held[i] = i
+		}
+	}
+	st := &loadState{ctx: ctx, req: req, opts: opts, n: n,
+		builders: make([]*store.PartitionBuilder, n), buffers: make([]*buffer, n)}
+	defer func() {
+		for _, b := range st.builders {
+			if b != nil {
+				b.Abort()
+			}
+		}
+	}()
+	for _, p := range held {
+		if p < 0 || p >= n {
+			return Result{}, fmt.Errorf("loader: partition %d out of range [0,%d)", p, n)
+		}
+		b, err := store.CreatePartition(req.Dir(p), opts.Build)
+		if err != nil {
+			return Result{}, fmt.Errorf("loader: %w", err)
+		}
+		st.builders[p] = b
+		st.buffers[p] = &buffer{}
+	}
+
+	if err := st.readFiles(); err != nil {
+		return Result{}, err
+	}
+	if err := st.spill(true); err != nil {
+		return Result{}, err
+	}
+	for p, b := range st.builders {
+		if b == nil {
+			continue
+		}
+		st.builders[p] = nil
+		if err := b.Finish(); err != nil {
+			return Result{}, fmt.Errorf("loader: %w", err)
+		}
+	}
+	return Result{Records: st.records.Load(), FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}, nil
+}
+
+// readFiles reads every file, opts.Parallel at a time, and returns the
+// first error (the other readers stop soon after).
+func (st *loadState) readFiles() error {
+	ctx, cancel := context.WithCancel(st.ctx)
+	defer cancel()
+	files := make(chan source.File)
+	errc := make(chan error, st.opts.Parallel)
+	var wg sync.WaitGroup
+	for i := 0; i < st.opts.Parallel; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range files {
+				if err := st.readFileLimited(ctx, f); err != nil {
+					errc <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, f := range st.req.Files {
+		select {
+		case files <- f:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(files)
+	wg.Wait()
+	select {
+	case err = <-errc:
+	default:
+		err = st.ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+func (st *loadState) readFileLimited(ctx context.Context, f source.File) error {
+	if st.opts.Limit != nil {
+		select {
+		case st.opts.Limit <- struct{}{}:
+			defer func() { <-st.opts.Limit }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return st.readFile(ctx, f)
+}
+
+// readFile loads one file: the fast path while it holds, then the general
+// path.
+func (st *loadState) readFile(ctx context.Context, f source.File) error {
+	rc, err := st.req.Source.Open(ctx, st.req.DB, st.req.Version, f.Name)
+	if err != nil {
+		return fmt.Errorf("loader: opening %s/%s/%s: %w", st.req.DB, st.req.Version, f.Name, err)
+	}
+	defer rc.Close()
+	name := st.req.DB + "/" + st.req.Version + "/" + f.Name
+	r, err := seqfile.NewReader(rc, name)
+	if err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	var (
+		run   *store.RunWriter
+		runP  = -1
+		count int64
+	)
+	defer func() {
+		if run != nil {
+			run.Abort()
+		}
+		st.records.Add(count)
+	}()
+	fast := true
+	for r.Next() {
+		count++
+		if count&4095 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		key, val := r.Key(), r.Value()
+		p := hashring.Partition(key, st.n)
+		if fast {
+			if runP < 0 && st.builders[p] != nil {
+				if run, err = st.builders[p].NewRun(); err != nil {
+					return fmt.Errorf("loader: %w", err)
+				}
+				runP = p
+			}
+			if p == runP {
+				err := run.Append(key, val)
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, store.ErrOrder) {
+					return fmt.Errorf("loader: %w", err)
+				}
+			}
+			// The file is not (or no longer) one sorted partition: what
+			// was streamed stays a valid run; the rest goes the general way.
+			fast = false
+			if err := st.closeRun(&run); err != nil {
+				return err
+			}
+		}
+		if b := st.buffers[p]; b != nil {
+			if st.buffered.Add(b.add(key, val)) > st.opts.SpillBytes {
+				if err := st.spill(false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	if fast && run != nil {
+		st.fast.Add(1)
+	}
+	return st.closeRun(&run)
+}
+
+func (st *loadState) closeRun(run **store.RunWriter) error {
+	w := *run
+	*run = nil
+	if w == nil {
+		return nil
+	}
+	if w.Len() > 0 {
+		st.runs.Add(1)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	return nil
+}
+
+// spill sorts the buffered records of every partition and writes each as a
+// run, partitions in parallel. Unless final, it does nothing when another
+// spill already brought the buffers under budget.
+func (st *loadState) spill(final bool) error {
+	st.spillMu.Lock()
+	defer st.spillMu.Unlock()
+	if !final && st.buffered.Load() <= st.opts.SpillBytes {
+		return nil
+	}
+	taken := make([]*buffer, st.n)
+	var size int64
+	for p, b := range st.buffers {
+		if b != nil {
+			taken[p] = b.take()
+			size += taken[p].bytes
+		}
+	}
+	defer st.buffered.Add(-size)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	errs := make([]error, st.n)
+	var wg sync.WaitGroup
+	for p, b := range taken {
+		if b == nil || len(b.entries) == 0 {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[p] = st.writeRun(p, b)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (st *loadState) writeRun(p int, b *buffer) error {
+	b.sort()
+	w, err := st.builders[p].NewRun()
+	if err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	for i := range b.entries {
+		k, v := b.record(i)
+		if err := w.Append(k, v); err != nil {
+			w.Abort()
+			return fmt.Errorf("loader: %w", err)
+		}
+	}
+	st.runs.Add(1)
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+// Command storaged serves the newest version of every database in a
+// source root of Hadoop SequenceFiles over HTTP. See the package
+// spangle/storaged/daemon and DESIGN.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"spangle/storaged/config"
+	"spangle/storaged/daemon"
+)
+
+func main() {
+	cfg, err := config.Parse(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "storaged:", err)
+		os.Exit(2)
+	}
+	level, _ := zapcore.ParseLevel(cfg.LogLevel)
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(level)
+	log, err := zc.Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "storaged:", err)
+		os.Exit(1)
+	}
+	defer log.Sync()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	refresh := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case refresh <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	if err := daemon.Run(ctx, cfg, log, refresh); err != nil {
+		log.Error("storaged failed", zap.Error(err))
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+	"spangle/shared/wire"
+	"spangle/storaged/versions"
+)
+
+// Versions is what the server needs of the version manager.
+type Versions interface {
+	Acquire(db, pinned string) (*versions.Version, error)
+	CurrentVersion(db string) string
+	Health() map[string]map[string]wire.Health
+	Status(db string) map[string]wire.DBStatus
+}
+
+// Options configures a Server. Zero values select the defaults noted.
+type Options struct {
+	Versions Versions
+	// Log defaults to no logging.
+	Log *zap.Logger
+	// Registry receives the server's metrics and is what /metrics serves;
+	// default a new registry (never the global one).
+	Registry *prometheus.Registry
+	// ContentType of values; default wire.DefaultContentType.
+	ContentType string
+	// MaxInflight sheds load: a lookup arriving while this many are in
+	// progress gets 503 with Retry-After at once. 0 means no limit.
+	MaxInflight int
+	// RetryAfter is the Retry-After of a shed request; default 1s.
+	RetryAfter time.Duration
+	// Delay holds every key lookup this long before answering: for tests
+	// and benchmarks of routers (slow replicas). Off by default.
+	Delay time.Duration
+	// Node describes this node on the status page.
+	Node topo.Node
+	// Mode is "standalone" (default) or "cluster".
+	Mode string
+}
+
+// Server is the HTTP handler. It is safe for concurrent use.
+type Server struct {
+	opts        Options
+	log         *zap.Logger
+	contentType []string
+	retryAfter  []string
+	inflight    atomic.Int64
+	metrics     *metrics
+	metricsH    http.Handler
+}
+
+// New returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Versions == nil {
+		return nil, errors.New("server: Versions is required")
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.ContentType == "" {
+		opts.ContentType = wire.DefaultContentType
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = time.Second
+	}
+	if opts.Mode == "" {
+		opts.Mode = "standalone"
+	}
+	secs := int((opts.RetryAfter + time.Second - 1) / time.Second)
+	s := &Server{
+		opts: opts, log: opts.Log,
+		contentType: []string{opts.ContentType},
+		retryAfter:  []string{strconv.Itoa(secs)},
+	}
+	m, err := newMetrics(opts.Registry, &s.inflight)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	s.metricsH = promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})
+	return s, nil
+}
+
+var allowGetHead = []string{"GET, HEAD"}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header()["Allow"] = allowGetHead
+		s.observe(start, httpError(w, r, http.StatusMethodNotAllowed, "method not allowed"))
+		return
+	}
+	path := r.URL.EscapedPath()
+	switch path {
+	case "/":
+		s.observe(start, s.serveStatus(w, r, ""))
+		return
+	case wire.PathHealth:
+		s.observe(start, s.serveHealth(w, r))
+		return
+	case wire.PathMetrics:
+		s.metricsH.ServeHTTP(w, r)
+		return
+	}
+	t, err := wire.ParsePath(path)
+	switch {
+	case errors.Is(err, wire.ErrKeyTooLong):
+		s.observe(start, httpError(w, r, http.StatusRequestURITooLong, "key too long"))
+	case errors.Is(err, wire.ErrEmptyKey):
+		s.observe(start, httpError(w, r, http.StatusBadRequest, "empty key"))
+	case err != nil:
+		s.observe(start, httpError(w, r, http.StatusBadRequest, "bad path"))
+	case !t.HasKey:
+		s.observe(start, s.serveStatus(w, r, t.DB))
+	default:
+		s.observe(start, s.serveKey(w, r, t.DB, t.Key))
+	}
+}
+
+func (s *Server) observe(start time.Time, code int) {
+	s.metrics.observe(code, time.Since(start))
+}
+
+// serveKey is where a key lookup is served. It returns the status sent.
+func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key []byte) int {
+	n := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	if s.opts.MaxInflight > 0 && n > int64(s.opts.MaxInflight) {
+		w.Header()["Retry-After"] = s.retryAfter
+		return httpError(w, r, http.StatusServiceUnavailable, "overloaded")
+	}
+	if s.opts.Delay > 0 {
+		if err := sleep(r.Context(), s.opts.Delay); err != nil {
+			return httpError(w, r, http.StatusServiceUnavailable, "cancelled")
+		}
+	}
+	var pinned string
+	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
+		pinned = vs[0]
+	}
+	v, err := s.opts.Versions.Acquire(db, pinned)
+	if err != nil {
+		if errors.Is(err, versions.ErrVersionNotHeld) {
+			return httpError(w, r, http.StatusGone, "version not held")
+		}
+		return httpError(w, r, http.StatusNotFound, "no such db")
+	}
+	val, err := v.Get(key)
+	v.Release()
+	h := w.Header()
+	h[wire.HeaderVersion] = v.HeaderVersion
+	switch {
+	case err == nil:
+	case errors.Is(err, versions.ErrNotFound):
+		return httpError(w, r, http.StatusNotFound, "key not found")
+	case errors.Is(err, versions.ErrPartitionNotHeld):
+		return httpError(w, r, http.StatusMisdirectedRequest, "partition not held by this node")
+	default:
+		s.log.Error("lookup failed", zap.String("db", db), zap.String("version", v.Name), zap.Error(err))
+		return httpError(w, r, http.StatusInternalServerError, "lookup failed")
+	}
+	h["Last-Modified"] = v.HeaderLastModified
+	h["Content-Type"] = s.contentType
+	h["Content-Length"] = []string{strconv.Itoa(len(val))}
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(val)
+	}
+	return http.StatusOK
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var textPlain = []string{"text/plain; charset=utf-8"}
+var nosniff = []string{"nosniff"}
+
+// httpError writes a short text error and returns code.
+func httpError(w http.ResponseWriter, r *http.Request, code int, msg string) int {
+	h := w.Header()
+	h["Content-Type"] = textPlain
+	h["X-Content-Type-Options"] = nosniff
+	h["Content-Length"] = []string{strconv.Itoa(len(msg) + 1)}
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		io.WriteString(w, msg+"\n")
+	}
+	return code
+}

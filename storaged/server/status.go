@@ -1,0 +1,129 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"spangle/shared/wire"
+)
+
+// Status returns the status page's JSON: every db, or one when db is not "".
+func (s *Server) Status(db string) wire.NodeStatus {
+	return wire.NodeStatus{Node: s.opts.Node, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
+}
+
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// serveStatus answers / (db == "") and /<db>.
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, db string) int {
+	st := s.Status(db)
+	if db != "" {
+		if _, ok := st.DBs[db]; !ok {
+			return httpError(w, r, http.StatusNotFound, "no such db")
+		}
+		if cur := s.opts.Versions.CurrentVersion(db); cur != "" {
+			w.Header().Set(wire.HeaderVersion, cur)
+		}
+	}
+	if wantsJSON(r) {
+		return writeJSON(w, r, http.StatusOK, st)
+	}
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, pageData(st)); err != nil {
+		return httpError(w, r, http.StatusInternalServerError, "rendering status page failed")
+	}
+	return writeBody(w, r, http.StatusOK, "text/html; charset=utf-8", buf.Bytes())
+}
+
+// serveHealth answers /healthz: 200 iff some version is ACTIVE.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) int {
+	h := s.opts.Versions.Health()
+	code := http.StatusNotFound
+	for _, vs := range h {
+		for _, v := range vs {
+			if v.State == wire.StateActive {
+				code = http.StatusOK
+			}
+		}
+	}
+	return writeJSON(w, r, code, h)
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return httpError(w, r, http.StatusInternalServerError, "encoding failed")
+	}
+	return writeBody(w, r, code, "application/json", append(b, '\n'))
+}
+
+func writeBody(w http.ResponseWriter, r *http.Request, code int, ctype string, body []byte) int {
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+	return code
+}
+
+type pageDB struct {
+	Name     string
+	Current  string
+	Versions []pageVersion
+}
+
+type pageVersion struct {
+	Name string
+	wire.VersionStatus
+}
+
+type page struct {
+	Status wire.NodeStatus
+	DBs    []pageDB
+}
+
+func pageData(st wire.NodeStatus) page {
+	p := page{Status: st}
+	for name, d := range st.DBs {
+		pd := pageDB{Name: name, Current: d.Current}
+		for vname, v := range d.Versions {
+			pd.Versions = append(pd.Versions, pageVersion{Name: vname, VersionStatus: v})
+		}
+		sort.Slice(pd.Versions, func(i, j int) bool { return pd.Versions[i].Name > pd.Versions[j].Name })
+		p.DBs = append(p.DBs, pd)
+	}
+	sort.Slice(p.DBs, func(i, j int) bool { return p.DBs[i].Name < p.DBs[j].Name })
+	return p
+}
+
+var pageTmpl = template.Must(template.New("status").Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>storaged {{.Status.Node.Addr}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin-bottom:1.5em}
+td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top}
+.ACTIVE{color:#070}.ERROR{color:#b00}.BUILDING{color:#a60}.REMOVING{color:#666}
+</style></head><body>
+<h1>storaged</h1>
+<p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
+{{if not .DBs}}<p>No databases.</p>{{end}}
+{{range .DBs}}
+<h2>{{.Name}}</h2>
+<p>Active version: {{if .Current}}<b>{{.Current}}</b>{{else}}none{{end}}</p>
+<table><tr><th>version</th><th>state</th><th>partitions held</th><th>created</th><th>reason</th></tr>
+{{range .Versions}}<tr><td>{{.Name}}</td><td class="{{.State}}">{{.State}}</td><td>{{len .Partitions}} of {{.NumPartitions}} {{.Partitions}}</td><td>{{if not .Created.IsZero}}{{.Created.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>
+{{end}}
+<p><a href="/healthz">healthz</a> · <a href="/metrics">metrics</a></p>
+</body></html>
+`))

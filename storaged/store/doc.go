@@ -1,0 +1,16 @@
+// Package store keeps loaded versions on local disk: one LevelDB database
+// per partition per version, under <local_store>/<db>/<version>/, with a
+// manifest saying which source files the version was built from and
+// whether the build finished.
+//
+// Partitions are built write-once. Instead of LevelDB's write path (a
+// journal, a memtable and compactions), a builder writes sorted runs
+// straight into LevelDB table files and then writes the LevelDB MANIFEST
+// and CURRENT files that describe them, so the result is an ordinary
+// LevelDB database that any LevelDB reader opens. Partitions are opened
+// read-only with bounded block caches.
+//
+// The local store is a cache: a version whose manifest is complete and
+// matches the source is reused after a restart; anything else in the store
+// is discarded.
+package store

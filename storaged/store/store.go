@@ -1,0 +1,231 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"spangle/shared/source"
+	"spangle/shared/topo"
+)
+
+// manifestName is the version manifest's file name inside a version dir.
+const manifestName = "spangle-version.json"
+
+// ErrNoManifest is returned by ReadManifest when a version has none, as
+// after a crash early in a build.
+var ErrNoManifest = errors.New("store: no manifest")
+
+// Manifest records how a local version was built. A version is served
+// after a restart only when Complete is set and Files still match the
+// source.
+type Manifest struct {
+	DB      string `json:"db"`
+	Version string `json:"version"`
+	// NumPartitions is the version's partition count (its file count).
+	NumPartitions int `json:"num_partitions"`
+	// Partitions lists the partitions built here, ascending.
+	Partitions []int `json:"partitions"`
+	// Files are the source files the version was built from.
+	Files []source.File `json:"files"`
+	// Created is when the source version was written (its newest file).
+	Created time.Time `json:"created"`
+	// Loaded is when the build finished.
+	Loaded time.Time `json:"loaded"`
+	// Complete is set once every partition was written and synced.
+	Complete bool `json:"complete"`
+}
+
+// Matches reports whether a complete local version built from m can serve
+// a source version listing files, for the partitions in want.
+func (m Manifest) Matches(files []source.File, want []int) bool {
+	if !m.Complete || len(files) != len(m.Files) || m.NumPartitions != len(files) {
+		return false
+	}
+	for i, f := range files {
+		g := m.Files[i]
+		if f.Name != g.Name || f.Size != g.Size || !f.ModTime.Equal(g.ModTime) {
+			return false
+		}
+	}
+	held := map[int]bool{}
+	for _, p := range m.Partitions {
+		held[p] = true
+	}
+	for _, p := range want {
+		if !held[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// Store is the local store's root directory. Its methods are safe for
+// concurrent use on different versions; one version is built or removed by
+// one caller at a time.
+type Store struct {
+	root string
+}
+
+// Open creates root if needed and returns the store in it.
+func Open(root string) (*Store, error) {
+	if root == "" {
+		return nil, errors.New("store: empty local store path")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return &Store{root: abs}, nil
+}
+
+// Root is the store's directory.
+func (s *Store) Root() string { return s.root }
+
+func checkNames(db, version string) error {
+	if !topo.ValidName(db) || !topo.ValidName(version) {
+		return fmt.Errorf("store: bad name %q/%q", db, version)
+	}
+	return nil
+}
+
+// VersionDir is where a version lives.
+func (s *Store) VersionDir(db, version string) string {
+	return filepath.Join(s.root, db, version)
+}
+
+// PartitionDir is where partition p of a version lives.
+func (s *Store) PartitionDir(db, version string, p int) string {
+	return filepath.Join(s.root, db, version, "p-"+strconv.Itoa(p))
+}
+
+// ReadManifest returns a version's manifest, or ErrNoManifest.
+func (s *Store) ReadManifest(db, version string) (Manifest, error) {
+	var m Manifest
+	if err := checkNames(db, version); err != nil {
+		return m, err
+	}
+	b, err := os.ReadFile(filepath.Join(s.VersionDir(db, version), manifestName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, fmt.Errorf("%w: %s/%s", ErrNoManifest, db, version)
+	}
+	if err != nil {
+		return m, fmt.Errorf("store: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("store: manifest of %s/%s: %w", db, version, err)
+	}
+	if m.DB != db || m.Version != version {
+		return m, fmt.Errorf("store: manifest of %s/%s names %s/%s", db, version, m.DB, m.Version)
+	}
+	return m, nil
+}
+
+// WriteManifest replaces a version's manifest atomically (write, sync,
+// rename), so a crash leaves the old one or the new one.
+func (s *Store) WriteManifest(m Manifest) error {
+	if err := checkNames(m.DB, m.Version); err != nil {
+		return err
+	}
+	dir := s.VersionDir(m.DB, m.Version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	tmp := filepath.Join(dir, manifestName+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, manifestName))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("store: writing manifest of %s/%s: %w", m.DB, m.Version, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// List returns the versions present locally, by db, whatever their state.
+// Entries with invalid names are not ours and are left alone.
+func (s *Store) List() (map[string][]string, error) {
+	out := map[string][]string{}
+	dbs, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	for _, d := range dbs {
+		if !d.IsDir() || !topo.ValidName(d.Name()) {
+			continue
+		}
+		vs, err := os.ReadDir(filepath.Join(s.root, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		for _, v := range vs {
+			if v.IsDir() && topo.ValidName(v.Name()) {
+				out[d.Name()] = append(out[d.Name()], v.Name())
+			}
+		}
+		sort.Strings(out[d.Name()])
+	}
+	return out, nil
+}
+
+// Remove deletes a version from disk, and its db's dir once empty.
+func (s *Store) Remove(db, version string) error {
+	if err := checkNames(db, version); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.VersionDir(db, version)); err != nil {
+		return fmt.Errorf("store: removing %s/%s: %w", db, version, err)
+	}
+	os.Remove(filepath.Join(s.root, db)) // fails while other versions remain
+	return nil
+}
+
+// NodeID returns the node's persistent identity, creating it on first use.
+func (s *Store) NodeID() (string, error) {
+	path := filepath.Join(s.root, "node-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	}
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", fmt.Errorf("store: %w", err)
+	}
+	id := hex.EncodeToString(r[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("store: %w", err)
+	}
+	return id, nil
+}

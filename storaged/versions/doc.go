@@ -1,0 +1,16 @@
+// Package versions decides which version of each db a node serves: it
+// scans the source, loads new versions in the background, makes a loaded
+// version active (the one answered when a request pins none) with one
+// atomic swap, keeps older versions for pinned requests until they have
+// been unused for the retention period, and deletes them from disk.
+//
+// Cluster mode plugs in through Hooks: which partitions of a version this
+// node holds, whether a loaded version waits for an external signal
+// (Manager.Activate) before it becomes active, and callbacks when a
+// partition becomes servable and before a version is removed. Standalone,
+// a node holds every partition and a version is active once loaded.
+//
+// The request path (Manager.Acquire, Version.Get) takes no lock: it reads
+// an immutable snapshot through an atomic pointer, and a version's
+// reference count keeps its databases open while a request uses them.
+package versions

@@ -1,0 +1,271 @@
+package versions
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/source"
+	"spangle/storaged/loader"
+	"spangle/storaged/store"
+)
+
+// startLoadLocked starts loading db/name in the background.
+func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []source.File) {
+	parent := m.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	vs := &vstate{name: name, phase: building, files: files, cancel: cancel, started: m.opts.Now()}
+	d.versions[name] = vs
+	m.publishLocked()
+	m.log.Info("loading version", zap.String("db", db), zap.String("version", name), zap.Int("files", len(files)))
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
+		m.load(ctx, db, vs)
+	}()
+}
+
+// load builds (or reuses) a version and makes it servable.
+func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
+	start := time.Now()
+	n := len(vs.files)
+	var held []int
+	if m.opts.Hooks.Held != nil {
+		held = m.opts.Hooks.Held(db, vs.name, n)
+	} else {
+		held = make([]int, n)
+		for i := range held {
+			held[i] = i
+		}
+	}
+	v, reused, err := m.build(ctx, db, vs.name, vs.files, held)
+
+	m.mu.Lock()
+	d := m.dbs[db]
+	stale := d == nil || d.versions[vs.name] != vs || vs.cancelled
+	switch {
+	case stale:
+		if d != nil && d.versions[vs.name] == vs {
+			delete(d.versions, vs.name)
+		}
+		m.publishLocked()
+		m.mu.Unlock()
+		if v != nil {
+			v.close()
+		}
+		if err := m.opts.Store.Remove(db, vs.name); err != nil {
+			m.log.Warn("removing cancelled version", zap.Error(err))
+		}
+		return
+	case err != nil:
+		vs.phase = failed
+		vs.reason = err.Error()
+		m.failedN.Add(1)
+		m.metrics.loads.WithLabelValues("error").Inc()
+		m.publishLocked()
+		m.mu.Unlock()
+		m.log.Error("loading version failed; previous version keeps serving",
+			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		if err := m.opts.Store.Remove(db, vs.name); err != nil {
+			m.log.Warn("removing failed version", zap.Error(err))
+		}
+		return
+	}
+	vs.v = v
+	vs.phase = loaded
+	how := "loaded"
+	if reused {
+		how = "reused"
+		m.reusedN.Add(1)
+	} else {
+		m.loadedN.Add(1)
+		m.metrics.loadSeconds.Observe(time.Since(start).Seconds())
+	}
+	m.metrics.loads.WithLabelValues(how).Inc()
+	m.publishLocked()
+	m.mu.Unlock()
+	m.log.Info("version loaded", zap.String("db", db), zap.String("version", vs.name), zap.String("how", how),
+		zap.Ints("partitions", v.held), zap.Duration("took", time.Since(start)))
+	if f := m.opts.Hooks.PartitionReady; f != nil {
+		for _, p := range v.held {
+			f(db, vs.name, p, n)
+		}
+	}
+	m.mu.Lock()
+	if d.versions[vs.name] == vs && vs.phase == loaded && (!m.opts.Hooks.Gated || vs.wantActive) {
+		m.activateLocked(db, d, vs)
+	}
+	m.mu.Unlock()
+}
+
+// build returns the opened version, reusing a complete local copy that
+// matches the source, else loading it from the source.
+func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int) (*Version, bool, error) {
+	st := m.opts.Store
+	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) {
+		v, err := m.open(db, name, len(files), man.Created, held)
+		if err == nil {
+			return v, true, nil
+		}
+		m.log.Warn("local copy unreadable; loading again", zap.String("db", db), zap.String("version", name), zap.Error(err))
+	}
+	// Anything else there is half-written or stale.
+	if err := st.Remove(db, name); err != nil {
+		return nil, false, err
+	}
+	var created time.Time
+	for _, f := range files {
+		if f.ModTime.After(created) {
+			created = f.ModTime
+		}
+	}
+	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files, Created: created}
+	if err := st.WriteManifest(man); err != nil {
+		return nil, false, err
+	}
+	lopts := m.opts.Loader
+	lopts.Limit = m.limit
+	lopts.Log = m.log
+	res, err := loader.Load(ctx, loader.Request{
+		Source: m.opts.Source, DB: db, Version: name, Files: files, Held: held,
+		Dir: func(p int) string { return st.PartitionDir(db, name, p) },
+	}, lopts)
+	if err != nil {
+		return nil, false, err
+	}
+	m.metrics.records.Add(float64(res.Records))
+	man.Complete = true
+	man.Loaded = m.opts.Now().UTC()
+	if err := st.WriteManifest(man); err != nil {
+		return nil, false, err
+	}
+	v, err := m.open(db, name, len(files), created, held)
+	return v, false, err
+}
+
+func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
+	parts := make([]*store.Partition, n)
+	for _, p := range held {
+		part, err := store.OpenPartition(m.opts.Store.PartitionDir(db, name, p), m.opts.Cache)
+		if err != nil {
+			for _, o := range parts {
+				if o != nil {
+					o.Close()
+				}
+			}
+			return nil, err
+		}
+		parts[p] = part
+	}
+	return newVersion(db, name, n, created, parts), nil
+}
+
+// removeVersionLocked stops serving a loaded version and deletes it, in
+// the background: BeforeRemove, then out of the snapshot, then closed
+// once no request uses it, then deleted from disk.
+func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
+	if vs.removing || vs.v == nil {
+		return
+	}
+	vs.removing = true
+	if d.current == vs.name {
+		d.current = ""
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if f := m.opts.Hooks.BeforeRemove; f != nil {
+			f(db, vs.name, vs.v.Held())
+		}
+		m.mu.Lock()
+		vs.phase = removing
+		m.publishLocked()
+		m.mu.Unlock()
+		vs.v.closing.Store(true)
+		waitUnused(vs.v, 10*time.Second)
+		vs.v.close()
+		if err := m.opts.Store.Remove(db, vs.name); err != nil {
+			m.log.Warn("deleting version", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		}
+		m.mu.Lock()
+		if d.versions[vs.name] == vs {
+			delete(d.versions, vs.name)
+		}
+		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
+			delete(m.dbs, db)
+		}
+		m.publishLocked()
+		m.mu.Unlock()
+		m.log.Info("version deleted", zap.String("db", db), zap.String("version", vs.name))
+	}()
+}
+
+// removeDBLocked stops serving a db that left the source.
+func (m *Manager) removeDBLocked(db string, d *dbState) {
+	d.gone = true
+	d.current = ""
+	for name, vs := range d.versions {
+		switch {
+		case vs.phase == building:
+			if !vs.cancelled {
+				vs.cancelled = true
+				vs.cancel()
+			}
+		case vs.v != nil:
+			vs.v.current.Store(false)
+			m.removeVersionLocked(db, d, vs)
+		default:
+			delete(d.versions, name)
+		}
+	}
+	if len(d.versions) == 0 {
+		delete(m.dbs, db)
+	}
+}
+
+// cleanLocalStore deletes local versions the manager does not know: left
+// over from before a restart and not reused, or of dbs gone meanwhile.
+func (m *Manager) cleanLocalStore() {
+	local, err := m.opts.Store.List()
+	if err != nil {
+		m.log.Warn("listing local store", zap.Error(err))
+		return
+	}
+	m.mu.Lock()
+	var drop [][2]string
+	for db, versions := range local {
+		for _, v := range versions {
+			if d := m.dbs[db]; d == nil || d.versions[v] == nil {
+				drop = append(drop, [2]string{db, v})
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, dv := range drop {
+		// Checked again under the lock: a load may have started since.
+		m.mu.Lock()
+		d := m.dbs[dv[0]]
+		known := d != nil && d.versions[dv[1]] != nil
+		m.mu.Unlock()
+		if known {
+			continue
+		}
+		if err := m.opts.Store.Remove(dv[0], dv[1]); err != nil && !errors.Is(err, context.Canceled) {
+			m.log.Warn("deleting unknown local version", zap.Error(err))
+			continue
+		}
+		m.log.Info("deleted local version not wanted", zap.String("db", dv[0]), zap.String("version", dv[1]))
+	}
+}
+
+// Counts returns how many versions were loaded from the source, reused
+// from the local store, and failed, since New.
+func (m *Manager) Counts() (loaded, reused, failed int64) {
+	return m.loadedN.Load(), m.reusedN.Load(), m.failedN.Load()
+}

@@ -1,0 +1,389 @@
+package versions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"spangle/shared/source"
+	"spangle/storaged/loader"
+	"spangle/storaged/store"
+)
+
+// DefaultRetention is how long a replaced version keeps answering pinned
+// requests after its last use.
+const DefaultRetention = 10 * time.Minute
+
+// Hooks is how cluster mode steers the manager. The zero value is
+// standalone: every partition held, versions active once loaded, no
+// callbacks. Hooks are called without the manager's lock held, from the
+// manager's goroutines; they may block briefly.
+type Hooks struct {
+	// Held returns the partitions of db/version (n partitions) this node
+	// holds, ascending. nil means all of them.
+	Held func(db, version string, n int) []int
+	// Gated makes a loaded version wait for Activate before it becomes
+	// the active version; it answers pinned requests meanwhile.
+	Gated bool
+	// PartitionReady is called for each held partition once the version
+	// is loaded and the partition answers requests.
+	PartitionReady func(db, version string, partition, n int)
+	// BeforeRemove is called before a loaded version stops answering and
+	// is deleted, with the partitions it held.
+	BeforeRemove func(db, version string, partitions []int)
+}
+
+// Options configures a Manager. Zero values select the defaults noted.
+type Options struct {
+	Source source.Source
+	Store  *store.Store
+	// Log defaults to no logging.
+	Log *zap.Logger
+	// Registerer receives the manager's metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
+	// Retention: default DefaultRetention.
+	Retention time.Duration
+	// RefreshPeriod re-scans the source periodically; 0 only on Refresh.
+	RefreshPeriod time.Duration
+	// MaxParallelLoads bounds the files read at once over all loads;
+	// default GOMAXPROCS.
+	MaxParallelLoads int
+	// Loader tunes loading; its Limit and Log are set by the manager.
+	Loader loader.Options
+	// Cache bounds each open partition's memory.
+	Cache store.CacheOptions
+	Hooks Hooks
+	// Now defaults to time.Now (tests move time).
+	Now func() time.Time
+}
+
+type phase int
+
+const (
+	building   phase = iota
+	loaded           // loaded, waiting for Activate (Hooks.Gated)
+	active           // the db's active version
+	superseded       // replaced, answering pinned requests until retention
+	removing
+	failed
+)
+
+// vstate is what the manager knows of one version. Guarded by Manager.mu.
+type vstate struct {
+	name       string
+	phase      phase
+	reason     string
+	files      []source.File
+	v          *Version           // set once servable
+	cancel     context.CancelFunc // set while building
+	cancelled  bool
+	wantActive bool // Activate came before the load finished
+	removing   bool // a removal goroutine owns it
+	started    time.Time
+}
+
+type dbState struct {
+	versions map[string]*vstate
+	current  string
+	gone     bool // removed from the source
+}
+
+// Manager owns the versions of every db. It is safe for concurrent use.
+type Manager struct {
+	opts    Options
+	log     *zap.Logger
+	metrics *metrics
+	view    atomic.Pointer[view]
+	refresh chan struct{}
+	limit   chan struct{}
+
+	loadedN, reusedN, failedN atomic.Int64
+
+	mu     sync.Mutex // guards dbs and ctx
+	dbs    map[string]*dbState
+	ctx    context.Context // Run's context, once running
+	wg     sync.WaitGroup  // loads and removals
+	scanMu sync.Mutex      // one scan at a time
+}
+
+// New returns a Manager; Run starts it.
+func New(opts Options) (*Manager, error) {
+	if opts.Source == nil || opts.Store == nil {
+		return nil, errors.New("versions: Source and Store are required")
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.MaxParallelLoads <= 0 {
+		opts.MaxParallelLoads = runtime.GOMAXPROCS(0)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m := &Manager{
+		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
+		refresh: make(chan struct{}, 1),
+		limit:   make(chan struct{}, opts.MaxParallelLoads),
+	}
+	m.metrics = newMetrics(opts.Registerer)
+	m.view.Store(&view{})
+	return m, nil
+}
+
+// Refresh asks for a re-scan of the source soon (SIGHUP).
+func (m *Manager) Refresh() {
+	select {
+	case m.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// Run scans the source, then again every RefreshPeriod and on Refresh,
+// and removes replaced versions after their retention. It returns when ctx
+// is done, after stopping loads and closing every version.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	m.Scan(ctx)
+	var tick <-chan time.Time
+	if m.opts.RefreshPeriod > 0 {
+		t := time.NewTicker(m.opts.RefreshPeriod)
+		defer t.Stop()
+		tick = t.C
+	}
+	sweep := time.NewTicker(min(max(m.opts.Retention/4, 5*time.Millisecond), time.Second))
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.shutdown()
+			return nil
+		case <-tick:
+			m.Scan(ctx)
+		case <-m.refresh:
+			m.Scan(ctx)
+		case <-sweep.C:
+			m.sweep()
+		}
+	}
+}
+
+// Scan lists the source once and starts what it calls for: loads of new
+// newest versions, removal of dbs gone from the source, deletion of local
+// data nobody wants. Source errors are logged; what is served stays.
+func (m *Manager) Scan(ctx context.Context) {
+	m.scanMu.Lock()
+	defer m.scanMu.Unlock()
+	dbs, err := m.opts.Source.DBs(ctx)
+	if err != nil {
+		m.log.Error("listing source failed; keeping what is served", zap.String("source", m.opts.Source.String()), zap.Error(err))
+		return
+	}
+	seen := map[string]bool{}
+	for _, db := range dbs {
+		seen[db] = true
+		versions, err := m.opts.Source.Versions(ctx, db)
+		if err != nil {
+			m.log.Error("listing versions failed", zap.String("db", db), zap.Error(err))
+			continue
+		}
+		target := source.Newest(versions)
+		if target == "" {
+			continue
+		}
+		files, err := m.opts.Source.Files(ctx, db, target)
+		if err != nil {
+			m.log.Error("listing files failed", zap.String("db", db), zap.String("version", target), zap.Error(err))
+			continue
+		}
+		m.mu.Lock()
+		m.considerLocked(db, target, files)
+		m.mu.Unlock()
+	}
+	m.mu.Lock()
+	for db, d := range m.dbs {
+		if !seen[db] && !d.gone {
+			m.log.Info("db removed from the source; no longer serving it", zap.String("db", db))
+			m.removeDBLocked(db, d)
+		}
+	}
+	m.publishLocked()
+	m.mu.Unlock()
+	m.cleanLocalStore()
+}
+
+// considerLocked makes target the version db is heading for.
+func (m *Manager) considerLocked(db, target string, files []source.File) {
+	d := m.dbs[db]
+	if d == nil {
+		d = &dbState{versions: map[string]*vstate{}}
+		m.dbs[db] = d
+	}
+	d.gone = false
+	for name, o := range d.versions {
+		if name == target {
+			continue
+		}
+		switch {
+		case o.phase == building && !o.cancelled:
+			m.log.Info("version superseded while loading; cancelling", zap.String("db", db), zap.String("version", name))
+			o.cancelled = true
+			o.cancel()
+		case o.phase == failed:
+			delete(d.versions, name)
+		case o.phase == loaded && !o.removing:
+			m.removeVersionLocked(db, d, o)
+		}
+	}
+	vs := d.versions[target]
+	switch {
+	case vs == nil:
+	case vs.phase == failed && !sameFiles(vs.files, files):
+		delete(d.versions, target) // the source changed: try again
+	case vs.phase == superseded && !vs.removing:
+		// The source went back to a version still held: follow it.
+		m.activateLocked(db, d, vs)
+		return
+	default:
+		return
+	}
+	m.startLoadLocked(db, d, target, files)
+}
+
+func sameFiles(a, b []source.File) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Size != b[i].Size || !a[i].ModTime.Equal(b[i].ModTime) {
+			return false
+		}
+	}
+	return true
+}
+
+// Activate makes db/version the active version (cluster mode, with
+// Hooks.Gated, once the version is complete). A version still loading
+// becomes active when it finishes.
+func (m *Manager) Activate(db, version string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.dbs[db]
+	if d == nil || d.versions[version] == nil {
+		return fmt.Errorf("versions: activating %s/%s: %w", db, version, ErrVersionNotHeld)
+	}
+	vs := d.versions[version]
+	switch vs.phase {
+	case building:
+		vs.wantActive = true
+	case loaded, superseded:
+		if vs.removing {
+			return fmt.Errorf("versions: activating %s/%s: being removed: %w", db, version, ErrVersionNotHeld)
+		}
+		m.activateLocked(db, d, vs)
+	case active:
+	default:
+		return fmt.Errorf("versions: activating %s/%s: %w", db, version, ErrVersionNotHeld)
+	}
+	return nil
+}
+
+// activateLocked is where a version becomes active: one snapshot swap
+// makes it the answer to every request that pins no version.
+func (m *Manager) activateLocked(db string, d *dbState, vs *vstate) {
+	now := m.opts.Now()
+	if old := d.versions[d.current]; old != nil && old != vs && old.v != nil {
+		old.phase = superseded
+		old.v.lastUsed.Store(now.UnixNano())
+		old.v.current.Store(false)
+	}
+	vs.phase = active
+	vs.v.current.Store(true)
+	d.current = vs.name
+	m.publishLocked()
+	m.log.Info("version active", zap.String("db", db), zap.String("version", vs.name))
+}
+
+// sweep removes replaced versions unused for the retention period.
+func (m *Manager) sweep() {
+	now := m.opts.Now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for db, d := range m.dbs {
+		for _, vs := range d.versions {
+			if vs.phase == superseded && !vs.removing && now-vs.v.lastUsed.Load() >= int64(m.opts.Retention) {
+				m.log.Info("version unused for the retention period; removing", zap.String("db", db), zap.String("version", vs.name))
+				m.removeVersionLocked(db, d, vs)
+			}
+		}
+	}
+}
+
+// publishLocked rebuilds the request path's snapshot and the gauges.
+func (m *Manager) publishLocked() {
+	vw := view{}
+	counts := map[string]float64{}
+	for db, d := range m.dbs {
+		dv := &dbView{byName: map[string]*Version{}}
+		for name, vs := range d.versions {
+			counts[healthState(vs.phase)]++
+			if vs.v != nil && vs.phase != removing && vs.phase != failed {
+				dv.byName[name] = vs.v
+			}
+		}
+		if cur := d.versions[d.current]; cur != nil && cur.phase == active {
+			dv.current = cur.v
+		}
+		if len(dv.byName) > 0 {
+			vw[db] = dv
+		}
+	}
+	m.view.Store(&vw)
+	m.metrics.setStates(counts)
+}
+
+func (m *Manager) shutdown() {
+	m.mu.Lock()
+	for _, d := range m.dbs {
+		for _, vs := range d.versions {
+			if vs.phase == building && !vs.cancelled {
+				vs.cancelled = true
+				vs.cancel()
+			}
+		}
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range m.dbs {
+		for _, vs := range d.versions {
+			if vs.v != nil && !vs.removing {
+				vs.v.closing.Store(true)
+				waitUnused(vs.v, time.Second)
+				vs.v.close()
+			}
+		}
+	}
+	m.dbs = map[string]*dbState{}
+	m.publishLocked()
+}
+
+// waitUnused waits until no request uses v, or timeout.
+func waitUnused(v *Version, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for v.refs.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}

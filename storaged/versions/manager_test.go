@@ -1,0 +1,306 @@
+package versions
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"spangle/shared/hashring"
+	"spangle/shared/seqfile"
+	"spangle/shared/source"
+	"spangle/shared/wire"
+	"spangle/storaged/internal/testutil"
+	"spangle/storaged/store"
+)
+
+type harness struct {
+	t     *testing.T
+	root  string
+	store *store.Store
+	m     *Manager
+	stop  func()
+}
+
+// start runs a Manager over root with the given store directory.
+func start(t *testing.T, root, storeDir string, mod func(*Options)) *harness {
+	t.Helper()
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Source: src, Store: st, Log: zaptest.NewLogger(t)}
+	opts.Loader.Build.NoSync = true
+	if mod != nil {
+		mod(&opts)
+	}
+	m, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	var once sync.Once
+	h := &harness{t: t, root: root, store: st, m: m, stop: func() { once.Do(func() { cancel(); <-done }) }}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) state(db, version string) string {
+	return h.m.Health()[db][version].State
+}
+
+func (h *harness) waitState(db, version, state string) {
+	h.t.Helper()
+	waitFor(h.t, db+"/"+version+" "+state, func() bool { return h.state(db, version) == state })
+}
+
+func (h *harness) get(db, pinned, key string) (string, string, error) {
+	v, err := h.m.Acquire(db, pinned)
+	if err != nil {
+		return "", "", err
+	}
+	defer v.Release()
+	val, err := v.Get([]byte(key))
+	return string(val), v.Name, err
+}
+
+func writeV(t *testing.T, root, db, version string) {
+	testutil.WriteVersion(t, root, db, version, 3, testutil.Sharded, seqfile.WriterOptions{}, testutil.Records(300, version))
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnhealthyNextToHealthy(t *testing.T) {
+	td := testutil.TestData(t)
+	root := t.TempDir()
+	copyDir(t, filepath.Join(td, "healthy", "baby-names"), filepath.Join(root, "baby-names"))
+	copyDir(t, filepath.Join(td, "unhealthy", "baby-names-bad"), filepath.Join(root, "baby-names-bad"))
+	h := start(t, root, t.TempDir(), nil)
+	h.waitState("baby-names", "1", wire.StateActive)
+	h.waitState("baby-names-bad", "1", wire.StateError)
+	reason := h.m.Health()["baby-names-bad"]["1"].Reason
+	if !strings.Contains(reason, "baby-names-bad/1/part-00000") || !strings.Contains(reason, "byte") {
+		t.Fatalf("reason %q should name the file and offset", reason)
+	}
+	if val, _, err := h.get("baby-names", "", "1881/boy"); err != nil || val != "John" {
+		t.Fatalf("1881/boy = %q, %v", val, err)
+	}
+	if _, err := h.m.Acquire("baby-names-bad", ""); !errors.Is(err, ErrNoDB) {
+		t.Fatalf("bad db: %v", err)
+	}
+	if list, _ := h.store.List(); len(list["baby-names-bad"]) != 0 {
+		t.Fatalf("failed version left on disk: %v", list)
+	}
+}
+
+func TestCorruptNewVersionKeepsOldServing(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	h := start(t, root, t.TempDir(), nil)
+	h.waitState("db", "v1", wire.StateActive)
+	dir := filepath.Join(root, "db", "v2")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "part-00000"), []byte("SEQ\x06garbage"), 0o644)
+	h.m.Refresh()
+	h.waitState("db", "v2", wire.StateError)
+	if val, name, err := h.get("db", "", "key-000001"); err != nil || name != "v1" || val != "value-1-v1" {
+		t.Fatalf("after bad v2: %q from %s, %v", val, name, err)
+	}
+	if _, err := h.m.Acquire("db", "v2"); !errors.Is(err, ErrVersionNotHeld) {
+		t.Fatalf("pinned bad version: %v", err)
+	}
+	// Fixing the version in the source makes the next scan try again.
+	os.RemoveAll(dir)
+	writeV(t, root, "db", "v2")
+	h.m.Refresh()
+	h.waitState("db", "v2", wire.StateActive)
+}
+
+func TestNewVersionRetentionAndDeletion(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	h := start(t, root, t.TempDir(), func(o *Options) { o.Retention = 300 * time.Millisecond; o.RefreshPeriod = 20 * time.Millisecond })
+	h.waitState("db", "v1", wire.StateActive)
+	writeV(t, root, "db", "v2")
+	h.waitState("db", "v2", wire.StateActive) // picked up by the refresh period
+	if h.state("db", "v1") != wire.StateRemoving {
+		t.Fatalf("v1 is %s, want REMOVING while retained", h.state("db", "v1"))
+	}
+	if val, _, err := h.get("db", "", "key-000002"); err != nil || val != "value-2-v2" {
+		t.Fatalf("current: %q, %v", val, err)
+	}
+	// Pinned requests keep v1 alive past its retention...
+	for i := 0; i < 8; i++ {
+		if val, _, err := h.get("db", "v1", "key-000002"); err != nil || val != "value-2-v1" {
+			t.Fatalf("pinned v1: %q, %v", val, err)
+		}
+		time.Sleep(60 * time.Millisecond)
+	}
+	// ...then it goes, from memory and disk.
+	// (Polling must not pin v1, or it would stay.)
+	waitFor(t, "v1 deleted", func() bool { return h.state("db", "v1") == "" })
+	if _, _, err := h.get("db", "v1", "key-000002"); !errors.Is(err, ErrVersionNotHeld) {
+		t.Fatalf("pinned v1 after deletion: %v", err)
+	}
+	if _, err := os.Stat(h.store.VersionDir("db", "v1")); !os.IsNotExist(err) {
+		t.Fatalf("v1 still on disk: %v", err)
+	}
+}
+
+func TestRestartReusesLocalStore(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	writeV(t, root, "other", "v1")
+	storeDir := t.TempDir()
+	h := start(t, root, storeDir, nil)
+	h.waitState("db", "v1", wire.StateActive)
+	h.waitState("other", "v1", wire.StateActive)
+	h.stop()
+	if l, r, _ := h.m.Counts(); l != 2 || r != 0 {
+		t.Fatalf("first run: loaded %d reused %d", l, r)
+	}
+
+	// A half-written version of "other" (manifest not complete) and a
+	// stray version nobody wants.
+	st, _ := store.Open(storeDir)
+	man, err := st.ReadManifest("other", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man.Complete = false
+	st.WriteManifest(man)
+	os.MkdirAll(st.VersionDir("db", "v0"), 0o755)
+
+	h2 := start(t, root, storeDir, nil)
+	h2.waitState("db", "v1", wire.StateActive)
+	h2.waitState("other", "v1", wire.StateActive)
+	if l, r, _ := h2.m.Counts(); l != 1 || r != 1 {
+		t.Fatalf("restart: loaded %d reused %d; want db reused and other reloaded", l, r)
+	}
+	if val, _, err := h2.get("other", "", "key-000003"); err != nil || val != "value-3-v1" {
+		t.Fatalf("reloaded: %q, %v", val, err)
+	}
+	if _, err := os.Stat(st.VersionDir("db", "v0")); !os.IsNotExist(err) {
+		t.Fatalf("stray local version kept: %v", err)
+	}
+}
+
+func TestDBRemovedFromSource(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	writeV(t, root, "keep", "v1")
+	h := start(t, root, t.TempDir(), nil)
+	h.waitState("db", "v1", wire.StateActive)
+	h.waitState("keep", "v1", wire.StateActive)
+	os.RemoveAll(filepath.Join(root, "db"))
+	h.m.Refresh()
+	waitFor(t, "db gone", func() bool {
+		_, _, err := h.get("db", "", "key-000002")
+		_, known := h.m.Health()["db"]
+		return errors.Is(err, ErrNoDB) && !known
+	})
+	waitFor(t, "db deleted locally", func() bool {
+		_, err := os.Stat(filepath.Join(h.store.Root(), "db"))
+		return os.IsNotExist(err)
+	})
+	if _, _, err := h.get("keep", "", "key-000001"); err != nil {
+		t.Fatalf("other db disturbed: %v", err)
+	}
+}
+
+func TestClusterHooks(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	var mu sync.Mutex
+	var ready []int
+	var removed []string
+	h := start(t, root, t.TempDir(), func(o *Options) {
+		o.Retention = time.Millisecond
+		o.Hooks = Hooks{
+			Held:  func(db, version string, n int) []int { return []int{1} },
+			Gated: true,
+			PartitionReady: func(db, version string, p, n int) {
+				mu.Lock()
+				ready = append(ready, p)
+				mu.Unlock()
+			},
+			BeforeRemove: func(db, version string, parts []int) {
+				mu.Lock()
+				removed = append(removed, version)
+				mu.Unlock()
+			},
+		}
+	})
+	waitFor(t, "partition ready", func() bool { mu.Lock(); defer mu.Unlock(); return len(ready) == 1 })
+	if st := h.state("db", "v1"); st != wire.StateBuilding {
+		t.Fatalf("gated version is %s before Activate", st)
+	}
+	if _, err := h.m.Acquire("db", ""); !errors.Is(err, ErrNoDB) {
+		t.Fatalf("gated version answers unpinned requests: %v", err)
+	}
+	// Pinned requests are answered, for the held partition only.
+	for _, r := range testutil.Records(50, "v1") {
+		val, _, err := h.get("db", "v1", string(r.Key))
+		if hashring.Partition(r.Key, 3) == 1 {
+			if err != nil || val != string(r.Value) {
+				t.Fatalf("%s: %q, %v", r.Key, val, err)
+			}
+		} else if !errors.Is(err, ErrPartitionNotHeld) {
+			t.Fatalf("%s: %v, want ErrPartitionNotHeld", r.Key, err)
+		}
+	}
+	if err := h.m.Activate("db", "v1"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState("db", "v1", wire.StateActive)
+	if err := h.m.Activate("db", "nope"); !errors.Is(err, ErrVersionNotHeld) {
+		t.Fatalf("Activate unknown: %v", err)
+	}
+	writeV(t, root, "db", "v2")
+	h.m.Refresh()
+	waitFor(t, "v2 loaded", func() bool { return h.m.Health()["db"]["v2"].Reason != "" })
+	h.m.Activate("db", "v2")
+	waitFor(t, "v1 removed", func() bool { mu.Lock(); defer mu.Unlock(); return len(removed) == 1 && removed[0] == "v1" })
+}

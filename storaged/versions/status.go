@@ -1,0 +1,122 @@
+package versions
+
+import (
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"spangle/shared/wire"
+)
+
+// healthState names a phase as /healthz does. A loaded version waiting for
+// Activate is still BUILDING for clients; a replaced one kept for pinned
+// requests is REMOVING.
+func healthState(p phase) string {
+	switch p {
+	case active:
+		return wire.StateActive
+	case superseded, removing:
+		return wire.StateRemoving
+	case failed:
+		return wire.StateError
+	}
+	return wire.StateBuilding
+}
+
+// Health returns every known version's state: {"<db>": {"<version>": ...}}.
+func (m *Manager) Health() map[string]map[string]wire.Health {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]map[string]wire.Health{}
+	for db, d := range m.dbs {
+		vs := map[string]wire.Health{}
+		for name, v := range d.versions {
+			h := wire.Health{State: healthState(v.phase), Reason: v.reason}
+			if v.phase == loaded {
+				h.Reason = "loaded; waiting to become active"
+			}
+			vs[name] = h
+		}
+		out[db] = vs
+	}
+	return out
+}
+
+// Status returns the status page's view of every db, or of one when db
+// is not "".
+func (m *Manager) Status(db string) map[string]wire.DBStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]wire.DBStatus{}
+	for name, d := range m.dbs {
+		if db != "" && name != db {
+			continue
+		}
+		ds := wire.DBStatus{Current: d.current, Versions: map[string]wire.VersionStatus{}}
+		if cur := d.versions[d.current]; cur == nil || cur.phase != active {
+			ds.Current = ""
+		}
+		for vname, vs := range d.versions {
+			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
+				NumPartitions: len(vs.files), Partitions: []int{}}
+			if vs.v != nil {
+				st.Partitions = vs.v.Held()
+				st.Created = vs.v.Created
+			}
+			ds.Versions[vname] = st
+		}
+		out[name] = ds
+	}
+	return out
+}
+
+// DBNames returns the dbs the manager knows, sorted.
+func (m *Manager) DBNames() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make([]string, 0, len(m.dbs))
+	for db := range m.dbs {
+		names = append(names, db)
+	}
+	sort.Strings(names)
+	return names
+}
+
+type metrics struct {
+	loads       *prometheus.CounterVec
+	loadSeconds prometheus.Histogram
+	records     prometheus.Counter
+	states      *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spangle_storaged_version_loads_total",
+			Help: "Versions made servable, by how: loaded from the source, reused from the local store, or error.",
+		}, []string{"result"}),
+		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "spangle_storaged_version_load_seconds",
+			Help:    "Time to load a version from the source.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
+		}),
+		records: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spangle_storaged_records_loaded_total",
+			Help: "Records read from source files.",
+		}),
+		states: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "spangle_storaged_versions",
+			Help: "Versions known to the node, by state.",
+		}, []string{"state"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states)
+	}
+	return m
+}
+
+func (m *metrics) setStates(counts map[string]float64) {
+	for _, s := range []string{wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError} {
+		m.states.WithLabelValues(s).Set(counts[s])
+	}
+}

@@ -1,0 +1,146 @@
+package versions
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"spangle/shared/hashring"
+	"spangle/storaged/store"
+)
+
+// Lookup errors of Acquire and Get.
+var (
+	// ErrNoDB: the node serves no version of the db.
+	ErrNoDB = errors.New("versions: no such db")
+	// ErrVersionNotHeld: the pinned version is not (or no longer) served.
+	ErrVersionNotHeld = errors.New("versions: version not held")
+	// ErrPartitionNotHeld: this node does not hold the key's partition.
+	ErrPartitionNotHeld = errors.New("versions: partition not held")
+	// ErrNotFound: the version has no such key.
+	ErrNotFound = store.ErrNotFound
+)
+
+// Version is one servable version of a db. It is safe for concurrent use
+// between Acquire and Release.
+type Version struct {
+	DB, Name string
+	// NumPartitions is the version's partition count.
+	NumPartitions int
+	// Created is when the source version was written; Last-Modified.
+	Created time.Time
+
+	parts []*store.Partition // by partition; nil when not held
+	held  []int
+
+	// Header values, computed once so the request path assigns them to
+	// the response header map without allocating.
+	HeaderVersion      []string
+	HeaderLastModified []string
+
+	refs     atomic.Int64
+	closing  atomic.Bool
+	current  atomic.Bool  // set while it is the db's active version
+	lastUsed atomic.Int64 // unix nanos of the last pinned use while not current
+}
+
+func newVersion(db, name string, n int, created time.Time, parts []*store.Partition) *Version {
+	v := &Version{DB: db, Name: name, NumPartitions: n, Created: created, parts: parts,
+		HeaderVersion:      []string{name},
+		HeaderLastModified: []string{created.UTC().Format(http.TimeFormat)},
+	}
+	for p, part := range parts {
+		if part != nil {
+			v.held = append(v.held, p)
+		}
+	}
+	return v
+}
+
+// Held returns the partitions the node serves, ascending.
+func (v *Version) Held() []int { return append([]int(nil), v.held...) }
+
+// Get returns the value of key: a fresh slice, or ErrNotFound, or
+// ErrPartitionNotHeld.
+func (v *Version) Get(key []byte) ([]byte, error) {
+	p := v.parts[hashring.Partition(key, v.NumPartitions)]
+	if p == nil {
+		return nil, ErrPartitionNotHeld
+	}
+	return p.Get(key)
+}
+
+// Release ends a use begun by Acquire.
+func (v *Version) Release() { v.refs.Add(-1) }
+
+// acquire takes a reference unless the version is closing.
+func (v *Version) acquire(now time.Time) bool {
+	v.refs.Add(1)
+	if v.closing.Load() {
+		v.refs.Add(-1)
+		return false
+	}
+	if !v.current.Load() {
+		v.lastUsed.Store(now.UnixNano())
+	}
+	return true
+}
+
+func (v *Version) close() {
+	for _, p := range v.parts {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+func (v *Version) String() string {
+	return v.DB + "/" + v.Name + " (" + strconv.Itoa(v.NumPartitions) + " partitions)"
+}
+
+// view is the immutable snapshot the request path reads.
+type view map[string]*dbView
+
+type dbView struct {
+	current *Version
+	byName  map[string]*Version
+}
+
+// Acquire returns the version that answers a request for db: the pinned
+// one if pinned is not "", else the active one. The caller must Release
+// it. Errors: ErrNoDB, ErrVersionNotHeld.
+func (m *Manager) Acquire(db, pinned string) (*Version, error) {
+	vw := *m.view.Load()
+	d := vw[db]
+	if d == nil {
+		if pinned != "" {
+			// A pinned request comes from a router that saw the version
+			// elsewhere: "not here", never "no such key".
+			return nil, ErrVersionNotHeld
+		}
+		return nil, ErrNoDB
+	}
+	var v *Version
+	if pinned == "" {
+		v = d.current
+		if v == nil {
+			return nil, ErrNoDB
+		}
+	} else if v = d.byName[pinned]; v == nil {
+		return nil, ErrVersionNotHeld
+	}
+	if !v.acquire(m.opts.Now()) {
+		return nil, ErrVersionNotHeld
+	}
+	return v, nil
+}
+
+// CurrentVersion returns the name of db's active version, or "".
+func (m *Manager) CurrentVersion(db string) string {
+	if d := (*m.view.Load())[db]; d != nil && d.current != nil {
+		return d.current.Name
+	}
+	return ""
+}
