@@ -3,6 +3,7 @@ package versions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -35,16 +36,26 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	start := time.Now()
 	n := len(vs.files)
-	var held []int
+	var (
+		held   []int
+		v      *Version
+		reused bool
+		err    error
+	)
 	if m.opts.Hooks.Held != nil {
-		held = m.opts.Hooks.Held(db, vs.name, n)
+		held, err = m.opts.Hooks.Held(ctx, db, vs.name, n)
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("versions: deciding the partitions of %s/%s: %w", db, vs.name, err)
+		}
 	} else {
 		held = make([]int, n)
 		for i := range held {
 			held[i] = i
 		}
 	}
-	v, reused, err := m.build(ctx, db, vs.name, vs.files, held)
+	if err == nil {
+		v, reused, err = m.build(ctx, db, vs.name, vs.files, held)
+	}
 
 	m.mu.Lock()
 	d := m.dbs[db]

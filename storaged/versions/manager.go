@@ -27,8 +27,11 @@ const DefaultRetention = 10 * time.Minute
 // manager's goroutines; they may block briefly.
 type Hooks struct {
 	// Held returns the partitions of db/version (n partitions) this node
-	// holds, ascending. nil means all of them.
-	Held func(db, version string, n int) []int
+	// holds, ascending. A nil Held means all of them. It may block until
+	// the cluster can decide (the version stays BUILDING meanwhile) and
+	// must return when ctx ends, which happens when the version is
+	// superseded or the manager stops. An error fails the version.
+	Held func(ctx context.Context, db, version string, n int) ([]int, error)
 	// Gated makes a loaded version wait for Activate before it becomes
 	// the active version; it answers pinned requests meanwhile.
 	Gated bool

@@ -259,7 +259,7 @@ func TestClusterHooks(t *testing.T) {
 	h := start(t, root, t.TempDir(), func(o *Options) {
 		o.Retention = time.Millisecond
 		o.Hooks = Hooks{
-			Held:  func(db, version string, n int) []int { return []int{1} },
+			Held:  func(_ context.Context, db, version string, n int) ([]int, error) { return []int{1}, nil },
 			Gated: true,
 			PartitionReady: func(db, version string, p, n int) {
 				mu.Lock()

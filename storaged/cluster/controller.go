@@ -1,0 +1,277 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+	"spangle/storaged/versions"
+)
+
+// Defaults of Options.
+const (
+	DefaultReplication  = 2
+	DefaultPollInterval = 100 * time.Millisecond
+)
+
+// ErrPartitionCount means the cluster already knows the version with a
+// different number of partitions than this node's source shows: the
+// nodes do not see the same files, and loading it would split keys
+// differently from its peers.
+var ErrPartitionCount = errors.New("cluster: partition count differs from the cluster's")
+
+// Activator switches clients to a version: the version manager.
+type Activator interface {
+	Activate(db, version string) error
+}
+
+// Options configures a Controller. Zero values select the defaults noted.
+type Options struct {
+	// Conn is the coordination service; required.
+	Conn topo.Conn
+	// Node is this node as it registers itself: ID, ShardID and Addr are
+	// required.
+	Node topo.Node
+	// Replication is how many copies of each partition the ring deals;
+	// default DefaultReplication.
+	Replication int
+	// MinReplication is how many live replicas every partition needs
+	// before clients are switched to a version; default 1.
+	MinReplication int
+	// MaxReplication skips a partition the ring gives this node when it
+	// already has that many live replicas; 0 means no limit.
+	MaxReplication int
+	// TimeToConverge is how long the node list must stay unchanged before
+	// the node decides which partitions it holds; 0 decides as soon as
+	// the node sees itself registered.
+	TimeToConverge time.Duration
+	// PollInterval is how often the connection state is checked between
+	// map changes; default DefaultPollInterval.
+	PollInterval time.Duration
+	// Log defaults to no logging.
+	Log *zap.Logger
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// tracked is what the controller knows of one version the manager builds.
+type tracked struct {
+	n         int
+	held      []int // nil until decided
+	activated bool
+}
+
+type vkey struct{ db, version string }
+
+// Controller runs one node's part of the cluster protocol. It is safe for
+// concurrent use; Hooks are called by the version manager, Run drives
+// membership and activation.
+type Controller struct {
+	opts Options
+	log  *zap.Logger
+
+	mu         sync.Mutex
+	converged  bool              // guarded by mu
+	changed    chan struct{}     // guarded by mu; closed when converged changes
+	tracked    map[vkey]*tracked // guarded by mu
+	lastActive map[string]string // guarded by mu; newest version activated per db
+	runCtx     context.Context   // guarded by mu; Run's context once running
+}
+
+// New returns a Controller; Run starts it.
+func New(opts Options) (*Controller, error) {
+	if opts.Conn == nil {
+		return nil, errors.New("cluster: Conn is required")
+	}
+	if err := topo.CheckShardID(opts.Node.ShardID); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := topo.CheckAddr(opts.Node.Addr); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if opts.Node.ID == "" {
+		return nil, errors.New("cluster: Node.ID is required")
+	}
+	if opts.Replication <= 0 {
+		opts.Replication = DefaultReplication
+	}
+	if opts.MinReplication <= 0 {
+		opts.MinReplication = 1
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Controller{
+		opts: opts, log: opts.Log,
+		changed:    make(chan struct{}),
+		tracked:    map[vkey]*tracked{},
+		lastActive: map[string]string{},
+	}, nil
+}
+
+// Hooks returns the version manager's hooks for cluster mode: versions
+// wait for the cluster before deciding their partitions and for Activate
+// before serving clients.
+func (c *Controller) Hooks() versions.Hooks {
+	return versions.Hooks{
+		Held:           c.held,
+		Gated:          true,
+		PartitionReady: c.partitionReady,
+		BeforeRemove:   c.beforeRemove,
+	}
+}
+
+// Map returns the cached cluster map, never blocking on the network.
+func (c *Controller) Map() *topo.Map { return c.opts.Conn.Map() }
+
+// Converged reports whether the node list has been stable long enough,
+// with a live session, for the node to decide its partitions.
+func (c *Controller) Converged() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.converged
+}
+
+// Run registers the node and then, until ctx ends, follows the cluster
+// map: it tracks convergence and activates versions once complete. It
+// returns nil when ctx ends, or an error if the node cannot register at
+// all (a bad name).
+func (c *Controller) Run(ctx context.Context, act Activator) error {
+	c.mu.Lock()
+	c.runCtx = ctx
+	c.mu.Unlock()
+	err := c.opts.Conn.RegisterNode(ctx, c.opts.Node)
+	switch {
+	case errors.Is(err, topo.ErrUnavailable):
+		// Remembered by the Conn: it registers once the service is back.
+		c.log.Warn("coordination service unavailable; will register once it is back", zap.Error(err))
+	case err != nil:
+		return fmt.Errorf("cluster: registering %s: %w", topo.NodeName(c.opts.Node.ShardID, c.opts.Node.Addr), err)
+	}
+	c.log.Info("registered in the cluster", zap.String("shard_id", c.opts.Node.ShardID),
+		zap.String("addr", c.opts.Node.Addr), zap.String("node_id", c.opts.Node.ID))
+
+	var (
+		rev        uint64
+		lastSig    string
+		lastChange = c.opts.Now()
+		wasUp      bool
+	)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, c.opts.PollInterval)
+		m, err := c.opts.Conn.Wait(wctx, rev)
+		cancel()
+		if ctx.Err() != nil {
+			c.setConverged(false)
+			return nil
+		}
+		if err != nil {
+			m = c.opts.Conn.Map()
+		}
+		rev = m.Revision
+		now := c.opts.Now()
+		up := c.opts.Conn.Connected()
+		if up != wasUp {
+			if up {
+				c.log.Info("coordination service connected")
+			} else {
+				c.log.Warn("coordination service disconnected; serving goes on, no new version is adopted")
+			}
+			wasUp = up
+			lastChange = now
+		}
+		if sig := nodeSignature(m); sig != lastSig {
+			lastSig = sig
+			lastChange = now
+		}
+		_, self := m.Nodes[c.opts.Node.Addr]
+		c.setConverged(up && self && now.Sub(lastChange) >= c.opts.TimeToConverge)
+		if up {
+			c.activate(m, act)
+		}
+	}
+}
+
+// nodeSignature names the node list, to notice any change in it.
+func nodeSignature(m *topo.Map) string {
+	names := make([]string, 0, len(m.Nodes))
+	for addr, n := range m.Nodes {
+		names = append(names, topo.NodeName(n.ShardID, addr))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+func (c *Controller) setConverged(v bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.converged == v {
+		return
+	}
+	c.converged = v
+	close(c.changed)
+	c.changed = make(chan struct{})
+	if v {
+		c.log.Info("node list stable; deciding partitions")
+	}
+}
+
+// activate switches clients to every tracked version the map calls
+// complete, never to one older than the db's last activated version.
+func (c *Controller) activate(m *topo.Map, act Activator) {
+	type cand struct {
+		k vkey
+		t *tracked
+	}
+	var todo []cand
+	c.mu.Lock()
+	for k, t := range c.tracked {
+		if t.activated {
+			continue
+		}
+		if last := c.lastActive[k.db]; last != "" && k.version < last {
+			delete(c.tracked, k) // superseded before it was ever complete
+			continue
+		}
+		if m.Version(k.db, k.version).Complete(c.opts.MinReplication) {
+			todo = append(todo, cand{k, t})
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(todo, func(i, j int) bool { return todo[i].k.version < todo[j].k.version })
+	for _, cd := range todo {
+		err := act.Activate(cd.k.db, cd.k.version)
+		c.mu.Lock()
+		switch {
+		case err == nil:
+			cd.t.activated = true
+			if cd.k.version > c.lastActive[cd.k.db] {
+				c.lastActive[cd.k.db] = cd.k.version
+			}
+		case errors.Is(err, versions.ErrVersionNotHeld):
+			if c.tracked[cd.k] == cd.t {
+				delete(c.tracked, cd.k)
+			}
+		}
+		c.mu.Unlock()
+		if err == nil {
+			c.log.Info("version complete in the cluster; serving it to clients",
+				zap.String("db", cd.k.db), zap.String("version", cd.k.version))
+		} else if !errors.Is(err, versions.ErrVersionNotHeld) {
+			c.log.Warn("activating version", zap.String("db", cd.k.db), zap.String("version", cd.k.version), zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,13 @@
+// Package cluster makes a storaged one member of a cluster: it registers
+// the node in the coordination service, decides which partitions of each
+// version the node holds (the seed's round-robin over the sorted distinct
+// shard ids, once the node list has been stable for a while), publishes
+// each partition once it is servable, and switches clients to a version
+// once the cluster map says every partition has enough live replicas.
+//
+// It steers the version manager through versions.Hooks and sees the
+// cluster only through topo.Conn, so the same code runs against ZooKeeper
+// and, in unit tests, the in-memory backend. Nothing here is on the
+// request path: requests read the manager's snapshot, never the
+// coordination service.
+package cluster
