@@ -63,28 +63,52 @@ type Config struct {
 	LevelDB  LevelDB  `toml:"leveldb"`
 }
 
-// Sharding is cluster mode's section; it is validated now and used once
-// cluster mode is built.
+// Sharding is cluster mode's section, with sequins' key names. Cluster
+// mode is on when enabled is true or ZooKeeper servers are configured.
 type Sharding struct {
-	Enabled        bool          `toml:"enabled"`
-	Replication    int           `toml:"replication"`
-	MinReplication int           `toml:"min_replication"`
-	MaxReplication int           `toml:"max_replication"`
+	// Enabled turns cluster mode on (zk.servers is then required);
+	// configuring zk.servers or --zk does so too.
+	Enabled bool `toml:"enabled"`
+	// Replication is how many copies of each partition the ring deals
+	// over the shard ids; default 2.
+	Replication int `toml:"replication"`
+	// MinReplication is how many live replicas every partition needs in
+	// ZooKeeper before the version is served to clients; default 1.
+	MinReplication int `toml:"min_replication"`
+	// MaxReplication makes a node skip a partition the ring gives it when
+	// that many live replicas are already registered; 0 means no limit.
+	MaxReplication int `toml:"max_replication"`
+	// TimeToConverge is how long the node list must stay unchanged before
+	// a node decides which partitions it holds; default 10s.
 	TimeToConverge time.Duration `toml:"time_to_converge"`
-	ClusterName    string        `toml:"cluster_name"`
+	// ClusterName is the cluster's znode under zk.prefix; nodes with the
+	// same name form one cluster. Default "spangle".
+	ClusterName string `toml:"cluster_name"`
 	// AdvertisedHostname is the host:port (or host; the bind port is
-	// added) that peers and routers dial.
+	// added) that peers and routers dial; default the bind address, with
+	// the hostname for a wildcard host.
 	AdvertisedHostname string `toml:"advertised_hostname"`
-	// ShardID defaults to the advertised address.
+	// ShardID decides which partitions the node holds; nodes sharing one
+	// hold the same partitions. Default the advertised address.
 	ShardID string `toml:"shard_id"`
 }
 
 // ZK is the ZooKeeper section.
 type ZK struct {
-	Servers        []string      `toml:"servers"`
+	// Servers are host:port addresses of the ensemble.
+	Servers []string `toml:"servers"`
+	// ConnectTimeout bounds each attempt to reach a server; default 1s.
 	ConnectTimeout time.Duration `toml:"connect_timeout"`
+	// SessionTimeout is the ZooKeeper session timeout: how long after a
+	// node dies (or loses ZooKeeper) its ephemeral znodes go; default 10s.
 	SessionTimeout time.Duration `toml:"session_timeout"`
-	Prefix         string        `toml:"prefix"`
+	// Prefix is the first znode of every path; default "spangle".
+	Prefix string `toml:"prefix"`
+}
+
+// ClusterMode reports whether storaged joins a cluster through ZooKeeper.
+func (c *Config) ClusterMode() bool {
+	return c.Sharding.Enabled || len(c.ZK.Servers) > 0
 }
 
 // LevelDB bounds the memory and shapes the files of partitions.

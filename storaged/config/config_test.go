@@ -96,3 +96,32 @@ func TestFlagsOverrideFile(t *testing.T) {
 		t.Fatal("unknown flag accepted")
 	}
 }
+
+func TestClusterMode(t *testing.T) {
+	c := Default()
+	c.Source = "/a"
+	if c.ClusterMode() {
+		t.Fatal("default config is in cluster mode")
+	}
+	if err := Decode("[zk]\nservers = [\"127.0.0.1:2181\"]\n", &c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.ClusterMode() {
+		t.Fatal("[zk] servers alone should turn cluster mode on")
+	}
+	c, err := Parse([]string{"--source", "/a", "--zk", "zk:2181", "--cluster", "prod", "--advertise", "storaged1:9599",
+		"--shard-id", "s1", "--replication", "3", "--min-replication", "2", "--max-replication", "3",
+		"--time-to-converge", "2s", "--zk-session-timeout", "4s", "--zk-connect-timeout", "500ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sharding
+	if !c.ClusterMode() || s.ClusterName != "prod" || s.AdvertisedHostname != "storaged1:9599" || s.ShardID != "s1" ||
+		s.Replication != 3 || s.MinReplication != 2 || s.MaxReplication != 3 || s.TimeToConverge != 2*time.Second ||
+		c.ZK.SessionTimeout != 4*time.Second || c.ZK.ConnectTimeout != 500*time.Millisecond || c.ZK.Servers[0] != "zk:2181" {
+		t.Fatalf("parsed %+v", c)
+	}
+	if _, err := Parse([]string{"--source", "/a", "--zk", "zk:2181", "--min-replication", "3"}, io.Discard); err == nil {
+		t.Fatal("min_replication above replication accepted")
+	}
+}

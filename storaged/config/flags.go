@@ -17,10 +17,16 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	source := fs.String("source", "", "source root: a path or file:// URI (source)")
 	store := fs.String("local-store", "", "directory for loaded versions (local_store)")
 	bind := fs.String("bind", "", "HTTP listen address (bind)")
-	zk := fs.String("zk", "", "comma-separated ZooKeeper servers (zk.servers); enables cluster mode")
-	cluster := fs.String("cluster", "", "cluster name (sharding.cluster_name)")
-	shard := fs.String("shard-id", "", "shard id (sharding.shard_id)")
-	advertise := fs.String("advertise", "", "advertised host:port (sharding.advertised_hostname)")
+	zk := fs.String("zk", "", "comma-separated ZooKeeper host:port list (zk.servers); enables cluster mode")
+	cluster := fs.String("cluster", "", "cluster name: the znode under /<zk.prefix> shared by the cluster's nodes (sharding.cluster_name)")
+	shard := fs.String("shard-id", "", "shard id; nodes sharing one hold the same partitions; default the advertised address (sharding.shard_id)")
+	advertise := fs.String("advertise", "", "host:port that routers and peers dial; default the bind address (sharding.advertised_hostname)")
+	replication := fs.Int("replication", 0, "copies of each partition dealt over the shard ids (sharding.replication)")
+	minRepl := fs.Int("min-replication", 0, "live replicas every partition needs before a version is served (sharding.min_replication)")
+	maxRepl := fs.Int("max-replication", -1, "skip a partition already this many times live; 0 no limit (sharding.max_replication)")
+	converge := fs.Duration("time-to-converge", -1, "how long the node list must be stable before partitions are decided (sharding.time_to_converge)")
+	zkSession := fs.Duration("zk-session-timeout", 0, "ZooKeeper session timeout: how soon a dead node's znodes go (zk.session_timeout)")
+	zkConnect := fs.Duration("zk-connect-timeout", 0, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
 	inflight := fs.Int("max-inflight", -1, "shed lookups above this many at once (max_inflight)")
 	delay := fs.Duration("test-delay", -1, "delay every lookup; tests only (test_delay)")
 	refresh := fs.Duration("refresh-period", -1, "re-scan the source this often (refresh_period)")
@@ -57,6 +63,24 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	if *zk != "" {
 		c.ZK.Servers = strings.Split(*zk, ",")
 		c.Sharding.Enabled = true
+	}
+	if *replication > 0 {
+		c.Sharding.Replication = *replication
+	}
+	if *minRepl > 0 {
+		c.Sharding.MinReplication = *minRepl
+	}
+	if *maxRepl >= 0 {
+		c.Sharding.MaxReplication = *maxRepl
+	}
+	if *converge >= 0 {
+		c.Sharding.TimeToConverge = *converge
+	}
+	if *zkSession > 0 {
+		c.ZK.SessionTimeout = *zkSession
+	}
+	if *zkConnect > 0 {
+		c.ZK.ConnectTimeout = *zkConnect
 	}
 	if *inflight >= 0 {
 		c.MaxInflight = *inflight

@@ -48,6 +48,9 @@ type Options struct {
 	Node topo.Node
 	// Mode is "standalone" (default) or "cluster".
 	Mode string
+	// Cluster returns the cached cluster map the status page shows (cluster
+	// mode); it must not block on the network. nil shows none.
+	Cluster func() *topo.Map
 }
 
 // Server is the HTTP handler. It is safe for concurrent use.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
+	"spangle/shared/topo"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/store"
@@ -337,4 +339,28 @@ func TestHugeKeyOverSocket(t *testing.T) {
 		t.Fatalf("server hurt by huge keys: %v", err)
 	}
 	resp.Body.Close()
+}
+
+func TestStatusShowsClusterMap(t *testing.T) {
+	var b topo.Builder
+	b.AddNode(topo.Node{ID: "id1", ShardID: "s1", Addr: "10.0.0.1:9599"})
+	b.AddVersion("bin", "v2", topo.VersionInfo{NumPartitions: 2})
+	b.AddReplica("bin", "v2", 0, "10.0.0.1:9599")
+	b.AddReplica("bin", "v2", 1, "10.0.0.2:9599")
+	cm := b.Build(7)
+	f := newFixture(t, Options{Mode: "cluster", Cluster: func() *topo.Map { return cm }})
+	rec := do(f.handler, "GET", "/", "Accept", "application/json")
+	var st wire.NodeStatus
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || rec.Code != 200 {
+		t.Fatalf("status JSON: %d %v", rec.Code, err)
+	}
+	if st.Mode != "cluster" || st.Cluster == nil || st.Cluster.Revision != 7 ||
+		!reflect.DeepEqual(st.Cluster.Replicas("bin", "v2", 1), []string{"10.0.0.2:9599"}) ||
+		st.Cluster.Nodes["10.0.0.1:9599"].ShardID != "s1" || st.DBs["bin"].Current != "v2" {
+		t.Fatalf("status %s", rec.Body.String())
+	}
+	rec = do(f.handler, "GET", "/", "Accept", "text/html")
+	if !strings.Contains(rec.Body.String(), "10.0.0.2:9599") {
+		t.Fatalf("status HTML lacks the cluster map: %s", rec.Body.String())
+	}
 }

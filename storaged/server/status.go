@@ -14,7 +14,11 @@ import (
 
 // Status returns the status page's JSON: every db, or one when db is not "".
 func (s *Server) Status(db string) wire.NodeStatus {
-	return wire.NodeStatus{Node: s.opts.Node, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
+	st := wire.NodeStatus{Node: s.opts.Node, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
+	if s.opts.Cluster != nil {
+		st.Cluster = s.opts.Cluster()
+	}
+	return st
 }
 
 func wantsJSON(r *http.Request) bool {
@@ -124,6 +128,10 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 {{range .Versions}}<tr><td>{{.Name}}</td><td class="{{.State}}">{{.State}}</td><td>{{len .Partitions}} of {{.NumPartitions}} {{.Partitions}}</td><td>{{if not .Created.IsZero}}{{.Created.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
 {{end}}
+{{with .Status.Cluster}}<h2>Cluster</h2>
+<p>{{len .Nodes}} live nodes: {{range $addr, $n := .Nodes}}{{$addr}} (shard {{$n.ShardID}}) {{end}}</p>
+{{range $db, $vs := .DBs}}{{range $name, $v := $vs}}<p>{{$db}}/{{$name}}: {{$v.NumPartitions}} partitions; replicas {{range $p, $r := $v.Replicas}}[{{$p}}: {{range $r}}{{.}} {{end}}] {{end}}</p>
+{{end}}{{end}}{{end}}
 <p><a href="/healthz">healthz</a> · <a href="/metrics">metrics</a></p>
 </body></html>
 `))
