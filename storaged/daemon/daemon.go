@@ -16,6 +16,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/topo"
+	"spangle/storaged/cluster"
 	"spangle/storaged/config"
 	"spangle/storaged/loader"
 	"spangle/storaged/server"
@@ -32,19 +33,37 @@ type Daemon struct {
 	Addr     string
 	Versions *versions.Manager
 	Server   *server.Server
+	// Cluster is the cluster controller; nil in standalone mode.
+	Cluster *cluster.Controller
 
 	log  *zap.Logger
 	done chan struct{}
 	err  error
 }
 
+// Options are what Start takes besides the config. The zero value is
+// what main uses.
+type Options struct {
+	// Conn is the coordination service in cluster mode; the daemon owns it
+	// and closes it when it stops. nil dials ZooKeeper as cfg.ZK says.
+	Conn topo.Conn
+}
+
 // Start starts a storaged in the background; cancelling ctx stops it
 // (gracefully: in-flight requests finish) and Wait returns once every
-// goroutine is done.
+// goroutine is done. Cluster mode (cfg.ClusterMode) dials ZooKeeper.
 func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Daemon, error) {
-	if cfg.Sharding.Enabled {
-		return nil, errors.New("daemon: cluster mode ([sharding] enabled or --zk) is not built yet; run standalone")
-	}
+	return StartWith(ctx, cfg, log, Options{})
+}
+
+// StartWith is Start with a given coordination service (tests).
+func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Options) (d *Daemon, err error) {
+	conn := o.Conn
+	defer func() {
+		if err != nil && conn != nil {
+			conn.Close()
+		}
+	}()
 	src, err := source.Open(cfg.Source, source.Options{RequireSuccess: cfg.RequireSuccessFile})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -64,22 +83,38 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Daemon, er
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	addr := lis.Addr().String()
-	advertised := cfg.Sharding.AdvertisedHostname
-	if advertised == "" {
-		advertised = addr
-		if host, port, _ := net.SplitHostPort(addr); host == "::" || host == "0.0.0.0" {
-			if h, err := os.Hostname(); err == nil {
-				advertised = net.JoinHostPort(h, port)
-			}
+	defer func() {
+		if err != nil {
+			lis.Close()
 		}
-	}
+	}()
+	addr := lis.Addr().String()
+	advertised := advertisedAddr(cfg.Sharding.AdvertisedHostname, addr)
 	shardID := cfg.Sharding.ShardID
 	if shardID == "" {
 		shardID = advertised
 	}
+	node := topo.Node{ID: id, ShardID: shardID, Addr: advertised, Started: time.Now().UTC()}
+	mode := "standalone"
+	var ctl *cluster.Controller
+	if cfg.ClusterMode() {
+		mode = "cluster"
+		if conn == nil {
+			if conn, err = dialZK(cfg, log); err != nil {
+				return nil, err
+			}
+		}
+		s := cfg.Sharding
+		ctl, err = cluster.New(cluster.Options{
+			Conn: conn, Node: node, Replication: s.Replication, MinReplication: s.MinReplication,
+			MaxReplication: s.MaxReplication, TimeToConverge: s.TimeToConverge, Log: log.Named("cluster"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+	}
 	l := cfg.LevelDB
-	mgr, err := versions.New(versions.Options{
+	vopts := versions.Options{
 		Source: src, Store: st, Log: log, Registerer: reg,
 		Retention: cfg.VersionRetention, RefreshPeriod: cfg.RefreshPeriod,
 		MaxParallelLoads: cfg.MaxParallelLoads,
@@ -89,54 +124,92 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Daemon, er
 				Snappy: l.Compression == "snappy", NoSync: l.NoSync},
 		},
 		Cache: store.CacheOptions{BlockCacheSize: l.BlockCacheSize, OpenFiles: l.OpenFiles},
-	})
+	}
+	sopts := server.Options{
+		Log: log, Registry: reg, ContentType: cfg.ContentType,
+		MaxInflight: cfg.MaxInflight, Delay: cfg.TestDelay, Node: node, Mode: mode,
+	}
+	if ctl != nil {
+		vopts.Hooks = ctl.Hooks()
+		sopts.Cluster = ctl.Map
+	}
+	mgr, err := versions.New(vopts)
 	if err != nil {
-		lis.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	srv, err := server.New(server.Options{
-		Versions: mgr, Log: log, Registry: reg, ContentType: cfg.ContentType,
-		MaxInflight: cfg.MaxInflight, Delay: cfg.TestDelay,
-		Node: topo.Node{ID: id, ShardID: shardID, Addr: advertised, Started: time.Now().UTC()},
-	})
+	sopts.Versions = mgr
+	srv, err := server.New(sopts)
 	if err != nil {
-		lis.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{Addr: addr, Versions: mgr, Server: srv, log: log, done: make(chan struct{})}
+	d = &Daemon{Addr: addr, Versions: mgr, Server: srv, Cluster: ctl, log: log, done: make(chan struct{})}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 
 	mctx, mcancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	fatal := make(chan error, 2)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		mgr.Run(mctx)
 	}()
-	serveErr := make(chan error, 1)
 	go func() {
 		defer wg.Done()
 		if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			serveErr <- err
+			fatal <- err
 		}
 	}()
-	log.Info("storaged listening", zap.String("addr", addr), zap.String("source", src.String()),
+	if ctl != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ctl.Run(mctx, mgr); err != nil {
+				fatal <- err
+			}
+		}()
+	}
+	log.Info("storaged listening", zap.String("addr", addr), zap.String("mode", mode), zap.String("advertised", advertised),
+		zap.String("shard_id", shardID), zap.String("source", src.String()),
 		zap.String("local_store", st.Root()), zap.String("node_id", id))
 	go func() {
 		defer close(d.done)
 		select {
 		case <-ctx.Done():
-		case d.err = <-serveErr:
+		case d.err = <-fatal:
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 		hs.Shutdown(sctx)
 		cancel()
 		mcancel()
 		wg.Wait()
+		if conn != nil {
+			if err := conn.Close(); err != nil {
+				log.Warn("closing the coordination service connection", zap.Error(err))
+			}
+		}
 		log.Info("storaged stopped")
 	}()
 	return d, nil
+}
+
+// advertisedAddr is what peers dial: the configured host:port, a
+// configured host with the listening port, or the listening address with
+// the hostname for a wildcard host.
+func advertisedAddr(configured, listening string) string {
+	host, port, _ := net.SplitHostPort(listening)
+	if configured != "" {
+		if _, _, err := net.SplitHostPort(configured); err == nil {
+			return configured
+		}
+		return net.JoinHostPort(configured, port)
+	}
+	if host == "::" || host == "0.0.0.0" || host == "" {
+		if h, err := os.Hostname(); err == nil {
+			return net.JoinHostPort(h, port)
+		}
+	}
+	return listening
 }
 
 // bloomBits maps the config's "0 = off" to BuildOptions' "negative = off".
