@@ -178,6 +178,11 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 			c.setConverged(false)
 			return nil
 		}
+		if errors.Is(err, topo.ErrClosed) {
+			c.setConverged(false)
+			c.log.Warn("coordination service connection closed; cluster controller stops")
+			return nil
+		}
 		if err != nil {
 			m = c.opts.Conn.Map()
 		}
