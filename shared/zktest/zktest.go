@@ -1,0 +1,256 @@
+package zktest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Where Debian's zookeeper package puts the server. The jar's manifest
+// names the other jars it needs; slf4j-simple gives it a logger that
+// writes to stderr, which goes to the log file.
+const (
+	zkJar      = "/usr/share/java/zookeeper.jar"
+	loggerJar  = "/usr/share/java/slf4j-simple.jar"
+	mainClass  = "org.apache.zookeeper.server.ZooKeeperServerMain"
+	installMsg = "zktest: ZooKeeper is needed: install it with `apt-get install zookeeper` (java and " + zkJar + ")"
+)
+
+// TickTime is the server's tick. Session timeouts are bounded below by
+// twice the tick, so tests may ask for sessions as short as 400ms.
+const TickTime = 200 * time.Millisecond
+
+// readyTimeout bounds a start; it is generous because other tests may be
+// loading the machine.
+const readyTimeout = 60 * time.Second
+
+// Server is one standalone ZooKeeper server process. Its methods are safe
+// for concurrent use.
+type Server struct {
+	t       testing.TB
+	dir     string
+	logPath string
+	port    int
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd     // guarded by mu; nil while stopped
+	exited  chan struct{} // guarded by mu; closed when cmd has exited
+	started time.Duration // guarded by mu; how long the last start took
+}
+
+// Start starts a server on a free loopback port and returns once it
+// serves (srvr reports Mode: standalone). It stops at the test's cleanup,
+// and prints the end of the server's log if the test failed.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("%s: java not found: %v", installMsg, err)
+	}
+	if _, err := os.Stat(zkJar); err != nil {
+		t.Fatalf("%s: %v", installMsg, err)
+	}
+	s := &Server{t: t, dir: t.TempDir()}
+	s.logPath = filepath.Join(s.dir, "zookeeper.log")
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			s.printLog()
+		}
+	})
+	// Another process may take the free port before java binds it; try a
+	// few ports before giving up.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if s.port, err = freePort(); err != nil {
+			t.Fatalf("zktest: %v", err)
+		}
+		if err = s.start(); err == nil {
+			return s
+		}
+		s.Stop()
+	}
+	t.Fatalf("zktest: %v", err)
+	return nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Dir is the directory holding the server's data, config and log.
+func (s *Server) Dir() string { return s.dir }
+
+// StartDuration is how long the last start took, from exec to ready.
+func (s *Server) StartDuration() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
+}
+
+// Stop kills the server (SIGKILL, as a crash would) and waits for it to
+// exit. Clients see their connection drop. Stopping a stopped server does
+// nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Restart stops the server if it runs and starts it again on the same
+// port with the same data directory, so persistent znodes and sessions
+// that have not timed out survive. It fails the test if the server does
+// not come back.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("zktest: restart: %v", err)
+	}
+}
+
+// FourLetter sends a four-letter command (srvr, mntr, wchs, cons, ...)
+// and returns the answer.
+func (s *Server) FourLetter(cmd string) (string, error) {
+	return fourLetter(s.Addr(), cmd)
+}
+
+func (s *Server) start() error {
+	cfg := s.writeConfig()
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("zktest: %w", err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "=== zktest: starting on %s at %s\n", s.Addr(), time.Now().Format(time.RFC3339Nano))
+	cp := zkJar
+	if _, err := os.Stat(loggerJar); err == nil {
+		cp += ":" + loggerJar
+	}
+	// Flags chosen for a fast start and a small footprint: a test server
+	// needs neither the optimizing compiler nor a large heap.
+	cmd := exec.Command("java",
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms16m", "-Xmx256m",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+		"-cp", cp, mainClass, cfg)
+	cmd.Dir = s.dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	setProcAttr(cmd)
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("zktest: starting java: %w (%s)", err, installMsg)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		out, err := fourLetter(s.Addr(), "srvr")
+		if err == nil && strings.Contains(out, "Mode: standalone") {
+			s.mu.Lock()
+			s.started = time.Since(begin)
+			s.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("zktest: server exited before serving; log %s:\n%s", s.logPath, s.logTail(40))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zktest: server not ready on %s after %v (last: %v); log %s:\n%s",
+				s.Addr(), readyTimeout, err, s.logPath, s.logTail(40))
+		}
+	}
+}
+
+// writeConfig writes the server's config and returns its path.
+func (s *Server) writeConfig() string {
+	data := filepath.Join(s.dir, "data")
+	cfg := strings.Join([]string{
+		"tickTime=" + strconv.Itoa(int(TickTime/time.Millisecond)),
+		"dataDir=" + data,
+		"clientPort=" + strconv.Itoa(s.port),
+		"clientPortAddress=127.0.0.1",
+		"maxClientCnxns=0",
+		"minSessionTimeout=" + strconv.Itoa(int(2*TickTime/time.Millisecond)),
+		"maxSessionTimeout=60000",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=srvr,ruok,mntr,wchs,wchc,cons,stat",
+		// Tests need no fsync per write; the data still survives a kill.
+		"forceSync=no",
+		"",
+	}, "\n")
+	path := filepath.Join(s.dir, "zoo.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		s.t.Fatalf("zktest: %v", err)
+	}
+	return path
+}
+
+func (s *Server) logTail(n int) string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (s *Server) printLog() {
+	s.t.Logf("zktest: last lines of the ZooKeeper log %s:\n%s", s.logPath, s.logTail(150))
+}
+
+// fourLetter sends cmd and reads the answer until the server closes.
+func fourLetter(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", fmt.Errorf("zktest: %w", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, cmd); err != nil {
+		return "", fmt.Errorf("zktest: %s: %w", cmd, err)
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, c); err != nil && !errors.Is(err, io.EOF) {
+		return buf.String(), fmt.Errorf("zktest: %s: %w", cmd, err)
+	}
+	return buf.String(), nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,59 @@
+package zktest_test
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"spangle/shared/zktest"
+)
+
+func TestStartStopRestart(t *testing.T) {
+	s := zktest.Start(t)
+	t.Logf("started in %v on %s", s.StartDuration(), s.Addr())
+	out, err := s.FourLetter("srvr")
+	if err != nil || !strings.Contains(out, "Mode: standalone") {
+		t.Fatalf("srvr = %q, %v", out, err)
+	}
+	s.Stop()
+	if _, err := s.FourLetter("srvr"); err == nil {
+		t.Fatal("srvr answered after Stop")
+	}
+	s.Stop() // idempotent
+	s.Restart()
+	t.Logf("restarted in %v", s.StartDuration())
+	if out, err := s.FourLetter("mntr"); err != nil || !strings.Contains(out, "zk_znode_count") {
+		t.Fatalf("mntr after restart = %q, %v", out, err)
+	}
+}
+
+func TestProxyCut(t *testing.T) {
+	s := zktest.Start(t)
+	p := s.Proxy(t)
+	ask := func() (string, error) {
+		c, err := net.DialTimeout("tcp", p.Addr(), time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("ruok")); err != nil {
+			return "", err
+		}
+		b := make([]byte, 4)
+		n, err := c.Read(b)
+		return string(b[:n]), err
+	}
+	if got, err := ask(); got != "imok" {
+		t.Fatalf("through the proxy: %q, %v", got, err)
+	}
+	p.Cut()
+	if got, _ := ask(); got == "imok" {
+		t.Fatal("answered through a cut proxy")
+	}
+	p.Heal()
+	if got, err := ask(); got != "imok" {
+		t.Fatalf("after Heal: %q, %v", got, err)
+	}
+}
