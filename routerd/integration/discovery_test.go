@@ -2,68 +2,31 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
 	"spangle/shared/topo"
-	"spangle/shared/wire"
+	"spangle/shared/topo/statictopo"
 )
 
-// pollNodes is a stopgap static discovery for these tests until
-// shared/topo/statictopo lands: it reads each storaged's status JSON
-// every 50ms and publishes the map they make together.
+// pollNodes is static discovery over the given storaged processes, as
+// routerd's --storaged gives it, reading each node's status every 50ms.
 func pollNodes(t testing.TB, nodes ...*storaged) topo.Watcher {
-	mir := topo.NewMirror()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
-	poll := func() {
-		var b topo.Builder
-		for _, n := range nodes {
-			req, _ := http.NewRequestWithContext(ctx, "GET", n.url()+"/", nil)
-			req.Header.Set("Accept", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				continue
-			}
-			var st wire.NodeStatus
-			err = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			if err != nil {
-				continue
-			}
-			b.AddNode(topo.Node{ID: st.Node.ID, ShardID: n.addr, Addr: n.addr, Started: st.Node.Started})
-			for db, ds := range st.DBs {
-				for v, vs := range ds.Versions {
-					if vs.State == wire.StateError || vs.NumPartitions <= 0 {
-						continue
-					}
-					b.AddVersion(db, v, topo.VersionInfo{NumPartitions: vs.NumPartitions, Created: vs.Created})
-					for _, p := range vs.Partitions {
-						b.AddReplica(db, v, p, n.addr)
-					}
-				}
-			}
-		}
-		mir.Publish(b.Build(0))
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		urls[i] = n.url()
 	}
-	poll()
+	w, err := statictopo.New(statictopo.Options{URLs: urls, Period: 50 * time.Millisecond, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.Poll(ctx)
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer client.CloseIdleConnections()
-		tk := time.NewTicker(50 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				poll()
-			}
-		}
+		_ = w.Run(ctx)
 	}()
-	return mir
+	t.Cleanup(func() { cancel(); <-done })
+	return w
 }

@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
 	"spangle/routerd/config"
 	"spangle/shared/topo"
+	"spangle/shared/topo/statictopo"
 )
 
 // openDiscovery returns the Watcher cfg asks for: ZooKeeper (zk/cluster)
@@ -15,7 +17,17 @@ import (
 // goRun, so that it stops with ctx and Wait waits for it.
 func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
-	// TODO(routerd): wire shared/topo/zktopo and shared/topo/statictopo
-	// once they land.
-	return nil, errors.New("server: discovery backends are not built in yet")
+	if cfg.UseZK() {
+		return nil, errors.New("server: ZooKeeper discovery is not built in yet")
+	}
+	w, err := statictopo.New(statictopo.Options{
+		URLs:   cfg.Storaged,
+		Period: cfg.StoragedPoll,
+		Logger: log.Named("discovery"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	goRun(ctx, "static discovery", w.Run)
+	return w, nil
 }

@@ -92,3 +92,34 @@ func CheckAddr(addr string) error {
 	}
 	return nil
 }
+
+// CheckVersion rejects a db or version name that ValidName refuses.
+func CheckVersion(db, version string) error {
+	if !ValidName(db) || !ValidName(version) {
+		return fmt.Errorf("%w: db %q and version %q must match [A-Za-z0-9][A-Za-z0-9_-]*", ErrBadName, db, version)
+	}
+	return nil
+}
+
+// CheckReplica rejects what cannot name a partition replica entry.
+func CheckReplica(db, version string, partition int, addr string) error {
+	if err := CheckVersion(db, version); err != nil {
+		return err
+	}
+	if partition < 0 {
+		return fmt.Errorf("%w: partition %d is negative", ErrBadName, partition)
+	}
+	return CheckAddr(addr)
+}
+
+// CheckNode fills in n's default ShardID (its Addr) and rejects a node
+// that cannot be part of an entry name.
+func CheckNode(n *Node) error {
+	if n.ShardID == "" {
+		n.ShardID = n.Addr
+	}
+	if err := CheckAddr(n.Addr); err != nil {
+		return err
+	}
+	return CheckShardID(n.ShardID)
+}

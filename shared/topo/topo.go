@@ -43,10 +43,12 @@ type VersionInfo struct {
 // Watcher is the read-only view of the cluster that routers need.
 type Watcher interface {
 	// Map returns the latest known cluster map, from memory. It never
-	// blocks on the network and never returns nil.
+	// blocks on the network and never returns nil. While the service is
+	// unreachable it keeps returning the last map it saw.
 	Map() *Map
 	// Wait blocks until the map's Revision is greater than after, and
-	// returns that map, or returns ctx's error.
+	// returns that map. It returns ctx's error when ctx ends first, and
+	// ErrClosed if the backend is closed meanwhile.
 	Wait(ctx context.Context, after uint64) (*Map, error)
 }
 
@@ -54,25 +56,41 @@ type Watcher interface {
 // for concurrent use.
 //
 // Everything a node publishes is remembered by the Conn: when a session is
-// lost and a new one made, the Conn publishes it all again by itself, so
-// callers publish once and never retry.
+// lost and a new one made, or when the service comes back after an
+// outage, the Conn publishes it all again by itself, so callers publish
+// once and never retry. A call made while the service is unreachable
+// returns ErrUnavailable promptly (or ctx's error), and its effect is
+// still remembered and applied once the service is back.
+//
+// Every method returns ErrClosed after Close, and ErrBadName for a name
+// that cannot be part of an entry.
 type Conn interface {
 	Watcher
 
 	// RegisterNode publishes n as the ephemeral nodes/<shard_id>@<addr>.
+	// An empty ShardID defaults to Addr. Registering again replaces the
+	// previous entry. Errors: ErrBadName, ErrUnavailable, ErrClosed.
 	RegisterNode(ctx context.Context, n Node) error
 	// PublishVersion creates partitions/<db>/<version> holding info if it
-	// does not exist yet, and returns what it holds (the first writer's
-	// info wins).
+	// does not exist yet (or exists without info), and returns what it
+	// holds: the first writer's info wins. Errors: ErrBadName (also for
+	// info.NumPartitions < 1), ErrUnavailable (the zero info is returned;
+	// the entry is created once the service is back), ErrClosed.
 	PublishVersion(ctx context.Context, db, version string, info VersionInfo) (VersionInfo, error)
 	// PublishPartition publishes the ephemeral
-	// partitions/<db>/<version>/<partition>@<addr>: addr serves it.
+	// partitions/<db>/<version>/<partition>@<addr>: addr serves it. A
+	// missing version entry is created, holding the info this Conn gave
+	// PublishVersion if any (else none, which a later PublishVersion
+	// fills). Errors: ErrBadName (also for partition < 0),
+	// ErrUnavailable, ErrClosed.
 	PublishPartition(ctx context.Context, db, version string, partition int, addr string) error
 	// UnpublishPartition removes what PublishPartition published. Removing
-	// something absent is not an error.
+	// something absent is not an error. Errors: ErrBadName,
+	// ErrUnavailable, ErrClosed.
 	UnpublishPartition(ctx context.Context, db, version string, partition int, addr string) error
 	// Connected reports whether a session with the service is up now.
 	Connected() bool
-	// Close ends the session, which removes every ephemeral entry.
+	// Close ends the session, which removes every ephemeral entry this
+	// Conn published. Closing twice is not an error.
 	Close() error
 }

@@ -1,0 +1,152 @@
+package memtopo
+
+import (
+	"context"
+	"fmt"
+
+	"spangle/shared/topo"
+)
+
+// vkey names a version.
+type vkey struct{ db, version string }
+
+// pkey names a replica entry of a version.
+type pkey struct {
+	vkey
+	name string
+}
+
+// Conn is one client of a Server, with its own session. It implements
+// topo.Conn and is safe for concurrent use.
+type Conn struct {
+	srv    *Server
+	mir    *topo.Mirror
+	closed chan struct{} // closed by Close
+
+	// All guarded by srv.mu.
+	session  int64 // 0 while it has none
+	isolated bool
+	isClosed bool
+	seenGen  uint64 // the Server gen of the last map published
+	// What this Conn was asked to publish, re-published after faults.
+	node     *topo.Node
+	versions map[vkey]topo.VersionInfo
+	parts    map[pkey]struct{}
+}
+
+var _ topo.Conn = (*Conn)(nil)
+
+// Map returns the latest map this Conn saw.
+func (c *Conn) Map() *topo.Map { return c.mir.Map() }
+
+// Wait blocks until the map's revision is greater than after, ctx ends
+// or the Conn is closed (topo.ErrClosed).
+func (c *Conn) Wait(ctx context.Context, after uint64) (*topo.Map, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-c.closed:
+			cancel(topo.ErrClosed)
+		case <-ctx.Done():
+		}
+	}()
+	m, err := c.mir.Wait(ctx, after)
+	if err != nil {
+		if cause := context.Cause(ctx); cause == topo.ErrClosed {
+			return nil, fmt.Errorf("memtopo: %w", topo.ErrClosed)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// RegisterNode implements topo.Conn.
+func (c *Conn) RegisterNode(ctx context.Context, n topo.Node) error {
+	if err := topo.CheckNode(&n); err != nil {
+		return fmt.Errorf("memtopo: %w", err)
+	}
+	return c.change(ctx, func() { c.node = &n })
+}
+
+// PublishVersion implements topo.Conn.
+func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo.VersionInfo) (topo.VersionInfo, error) {
+	if err := topo.CheckVersion(db, version); err != nil {
+		return topo.VersionInfo{}, fmt.Errorf("memtopo: %w", err)
+	}
+	if info.NumPartitions < 1 {
+		return topo.VersionInfo{}, fmt.Errorf("memtopo: %w: %s/%s has %d partitions", topo.ErrBadName, db, version, info.NumPartitions)
+	}
+	k := vkey{db, version}
+	if err := c.change(ctx, func() { c.versions[k] = info }); err != nil {
+		return topo.VersionInfo{}, err
+	}
+	s := c.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.versions[db][version].info, nil
+}
+
+// PublishPartition implements topo.Conn.
+func (c *Conn) PublishPartition(ctx context.Context, db, version string, partition int, addr string) error {
+	if err := topo.CheckReplica(db, version, partition, addr); err != nil {
+		return fmt.Errorf("memtopo: %w", err)
+	}
+	k := pkey{vkey{db, version}, topo.ReplicaName(partition, addr)}
+	return c.change(ctx, func() { c.parts[k] = struct{}{} })
+}
+
+// UnpublishPartition implements topo.Conn.
+func (c *Conn) UnpublishPartition(ctx context.Context, db, version string, partition int, addr string) error {
+	if err := topo.CheckReplica(db, version, partition, addr); err != nil {
+		return fmt.Errorf("memtopo: %w", err)
+	}
+	k := pkey{vkey{db, version}, topo.ReplicaName(partition, addr)}
+	return c.change(ctx, func() { delete(c.parts, k) })
+}
+
+// Connected reports whether c has a session and reaches the service.
+func (c *Conn) Connected() bool {
+	s := c.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.session != 0 && s.reachableLocked(c)
+}
+
+// Close ends c's session: its ephemeral entries vanish from every map.
+func (c *Conn) Close() error {
+	s := c.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.isClosed {
+		return nil
+	}
+	s.endSessionLocked(c)
+	c.isClosed = true
+	close(c.closed)
+	delete(s.conns, c)
+	s.refreshLocked()
+	return nil
+}
+
+// change records what c wants with want, then applies it if the service
+// is reachable, else returns topo.ErrUnavailable.
+func (c *Conn) change(ctx context.Context, want func()) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memtopo: %w", err)
+	}
+	s := c.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.isClosed {
+		return fmt.Errorf("memtopo: %w", topo.ErrClosed)
+	}
+	want()
+	if !s.reachableLocked(c) {
+		return fmt.Errorf("memtopo: %w", topo.ErrUnavailable)
+	}
+	s.ensureSessionLocked(c)
+	s.syncLocked(c)
+	s.refreshLocked()
+	return nil
+}

@@ -1,0 +1,221 @@
+package statictopo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"reflect"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+	"spangle/shared/wire"
+)
+
+// DefaultPeriod is how often each node is read by default.
+const DefaultPeriod = time.Second
+
+// maxStatus bounds a status page read, so that a confused node cannot
+// make the router buffer without end.
+const maxStatus = 64 << 20
+
+// Options configure a Watcher. Zero values are the documented defaults.
+type Options struct {
+	// URLs are the storaged base URLs, http://host:port; required. The
+	// host:port is the address the map gives for the node, so it is what
+	// the router dials.
+	URLs []string
+	// Period is the time between two reads of every node; default
+	// DefaultPeriod.
+	Period time.Duration
+	// Timeout bounds one node's answer; default Period.
+	Timeout time.Duration
+	// Client makes the requests; default a client of the Watcher's own
+	// that ignores proxy settings of the environment.
+	Client *http.Client
+	// Logger defaults to a no-op logger.
+	Logger *zap.Logger
+}
+
+// Watcher implements topo.Watcher by polling. It is safe for concurrent
+// use; Run does the polling.
+type Watcher struct {
+	*topo.Mirror
+	opts  Options
+	nodes []node
+	log   *zap.Logger
+
+	mu   sync.Mutex      // serializes polls
+	down map[string]bool // guarded by mu; nodes that failed the last poll
+}
+
+// node is one storaged to read.
+type node struct {
+	status string // the status page URL
+	addr   string // host:port
+}
+
+var _ topo.Watcher = (*Watcher)(nil)
+
+// New checks opts and returns a Watcher holding the empty map; Run fills
+// it.
+func New(opts Options) (*Watcher, error) {
+	if len(opts.URLs) == 0 {
+		return nil, fmt.Errorf("statictopo: no storaged URLs")
+	}
+	if opts.Period <= 0 {
+		opts.Period = DefaultPeriod
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = opts.Period
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Transport: &http.Transport{
+			Proxy:               nil,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     time.Minute,
+		}}
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	w := &Watcher{Mirror: topo.NewMirror(), opts: opts, log: opts.Logger, down: map[string]bool{}}
+	seen := map[string]bool{}
+	for _, s := range opts.URLs {
+		n, err := parseURL(s)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[n.addr] {
+			seen[n.addr] = true
+			w.nodes = append(w.nodes, n)
+		}
+	}
+	return w, nil
+}
+
+// parseURL accepts http://host:port (with an optional trailing slash).
+func parseURL(s string) (node, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.User != nil || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return node{}, fmt.Errorf("statictopo: storaged %q is not http://host:port", s)
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		return node{}, fmt.Errorf("statictopo: storaged %q: %w", s, err)
+	}
+	if err := topo.CheckAddr(u.Host); err != nil {
+		return node{}, fmt.Errorf("statictopo: storaged %q: %w", s, err)
+	}
+	return node{status: "http://" + u.Host + "/", addr: u.Host}, nil
+}
+
+// Run polls every node at once and then every Period until ctx ends; it
+// returns nil then.
+func (w *Watcher) Run(ctx context.Context) error {
+	defer w.opts.Client.CloseIdleConnections()
+	tk := time.NewTicker(w.opts.Period)
+	defer tk.Stop()
+	for {
+		w.Poll(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tk.C:
+		}
+	}
+}
+
+// Poll reads every node once, in parallel, and publishes the map they
+// make together if it differs from the current one.
+func (w *Watcher) Poll(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	results := make([]*wire.NodeStatus, len(w.nodes))
+	errs := make([]error, len(w.nodes))
+	var wg sync.WaitGroup
+	for i, n := range w.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = w.read(ctx, n)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return // a cancelled poll says nothing about the nodes
+	}
+	var b topo.Builder
+	for i, n := range w.nodes {
+		if errs[i] != nil {
+			if !w.down[n.addr] {
+				w.down[n.addr] = true
+				w.log.Warn("storaged does not answer; its replicas leave the map", zap.String("addr", n.addr), zap.Error(errs[i]))
+			}
+			continue
+		}
+		if w.down[n.addr] {
+			delete(w.down, n.addr)
+			w.log.Info("storaged answers again", zap.String("addr", n.addr))
+		}
+		add(&b, n.addr, results[i])
+	}
+	next := b.Build(0)
+	if cur := w.Map(); cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) {
+		return
+	}
+	w.Publish(next)
+}
+
+// add records what one node says it serves: every version not in ERROR
+// whose partition count is known, with the partitions it has loaded.
+func add(b *topo.Builder, addr string, st *wire.NodeStatus) {
+	b.AddNode(topo.Node{ID: st.Node.ID, ShardID: addr, Addr: addr, Started: st.Node.Started.UTC()})
+	for db, ds := range st.DBs {
+		if !topo.ValidName(db) {
+			continue
+		}
+		for v, vs := range ds.Versions {
+			if vs.State == wire.StateError || vs.NumPartitions <= 0 || !topo.ValidName(v) {
+				continue
+			}
+			b.AddVersion(db, v, topo.VersionInfo{NumPartitions: vs.NumPartitions, Created: vs.Created.UTC()})
+			for _, p := range vs.Partitions {
+				if p >= 0 && p < vs.NumPartitions {
+					b.AddReplica(db, v, p, addr)
+				}
+			}
+		}
+	}
+}
+
+// read fetches one node's status.
+func (w *Watcher) read(ctx context.Context, n node) (*wire.NodeStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.status, nil)
+	if err != nil {
+		return nil, fmt.Errorf("statictopo: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := w.opts.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("statictopo: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("statictopo: %s answered %s", n.status, resp.Status)
+	}
+	var st wire.NodeStatus
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStatus)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("statictopo: %s: decoding status: %w", n.status, err)
+	}
+	return &st, nil
+}
