@@ -1,0 +1,54 @@
+# Images and the docker-compose demo cluster (included by the Makefile).
+# Nothing is pulled from a registry: storaged and routerd are the static
+# binaries of `make build` in scratch images, ZooKeeper is built from
+# Debian's packages once and then reused.
+
+SPANGLE_TAG ?= dev
+ZK_IMAGE    ?= spangle/zookeeper:3.8-bookworm
+IMAGE_CTX   := $(BIN)/image
+DEMO_DATA   := $(BIN)/demo-data
+# docker-compose v1 or the compose plugin, whichever this machine has.
+COMPOSE     ?= $(shell if docker compose version >/dev/null 2>&1; then echo docker compose; else echo docker-compose; fi)
+COMPOSE_RUN := SPANGLE_TAG=$(SPANGLE_TAG) ZK_IMAGE=$(ZK_IMAGE) SPANGLE_SOURCE=$(abspath $(DEMO_DATA)) \
+	$(COMPOSE) -p spangle -f deploy/docker-compose.yml
+
+export SPANGLE_TAG ZK_IMAGE
+
+.PHONY: images zk-image e2e-deps up down
+
+# What the images and e2e need besides Go: docker, compose, and mmdebstrap
+# when the ZooKeeper image is still to be built.
+e2e-deps:
+	./scripts/e2e-deps.sh
+
+zk-image: e2e-deps
+	ZK_IMAGE=$(ZK_IMAGE) ./deploy/zookeeper/build.sh
+
+# storaged and routerd: rebuilt every time (seconds; Docker reuses layers
+# whose binaries did not change).
+images: build zk-image
+	@mkdir -p $(IMAGE_CTX)
+	cp $(BIN)/storaged $(BIN)/routerd $(IMAGE_CTX)/
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(IMAGE_CTX)/healthcheck ./deploy/healthcheck
+	docker build -q -f deploy/storaged.Dockerfile -t spangle/storaged:$(SPANGLE_TAG) $(IMAGE_CTX)
+	docker build -q -f deploy/routerd.Dockerfile -t spangle/routerd:$(SPANGLE_TAG) $(IMAGE_CTX)
+
+$(DEMO_DATA)/e2e/v0001:
+	$(GO) run ./e2e/gendata -out $(DEMO_DATA) -version v0001
+
+# The demo cluster on 127.0.0.1:9590 (routerd) and :9601-9603 (storaged).
+up: images $(DEMO_DATA)/e2e/v0001
+	$(COMPOSE_RUN) up -d
+	@echo "spangle: waiting for routerd to serve on http://127.0.0.1:9590 ..."
+	@for i in $$(seq 1 120); do \
+	  if curl -fsS -o /dev/null http://127.0.0.1:9590/healthz 2>/dev/null; then \
+	    echo "spangle: up; try: curl http://127.0.0.1:9590/e2e/key-0000042"; exit 0; fi; \
+	  sleep 1; \
+	done; \
+	echo "spangle: routerd did not become healthy in 120 s; see: $(COMPOSE_RUN) logs" >&2; exit 1
+
+down:
+	$(COMPOSE_RUN) down -v --remove-orphans
+
+# The e2e suite runs against images built from this tree.
+e2e: images

@@ -1,0 +1,81 @@
+package dataset
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"spangle/shared/hashring"
+	"spangle/shared/seqfile"
+)
+
+// readAll returns the records of one file, or the reader's error.
+func readAll(t *testing.T, path string) (map[string]string, error) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := seqfile.NewReader(f, path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for r.Next() {
+		out[string(r.Key())] = string(r.Value())
+	}
+	return out, r.Err()
+}
+
+func TestWritePreSharded(t *testing.T) {
+	root := t.TempDir()
+	dir, err := Write(root, Spec{DB: "db", Version: "v1", Keys: 1000, Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir != filepath.Join(root, "db", "v1") {
+		t.Fatalf("dir %s", dir)
+	}
+	seen := 0
+	for p := 0; p < 4; p++ {
+		recs, err := readAll(t, filepath.Join(dir, fmt.Sprintf("part-%05d", p)))
+		if err != nil {
+			t.Fatalf("partition %d: %v", p, err)
+		}
+		for k, v := range recs {
+			if got := hashring.Partition([]byte(k), 4); got != p {
+				t.Errorf("key %s in file %d, partition %d", k, p, got)
+			}
+			if v != Value("v1", k) {
+				t.Errorf("key %s: value %q", k, v)
+			}
+		}
+		seen += len(recs)
+	}
+	if seen != 1000 {
+		t.Fatalf("%d records, want 1000", seen)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "db"))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("db dir holds %v (%v), want only v1", entries, err)
+	}
+	if _, err := Write(root, Spec{DB: "db", Version: "v1", Keys: 10}); err == nil {
+		t.Fatal("writing an existing version succeeded")
+	}
+}
+
+func TestWriteCorrupt(t *testing.T) {
+	root := t.TempDir()
+	dir, err := Write(root, Spec{DB: "db", Version: "v2", Keys: 2000, Partitions: 2, Corrupt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAll(t, filepath.Join(dir, "part-00001")); err == nil {
+		t.Fatal("the corrupted file reads back without error")
+	}
+	if _, err := readAll(t, filepath.Join(dir, "part-00000")); err != nil {
+		t.Fatalf("the other file: %v", err)
+	}
+}

@@ -1,0 +1,354 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"spangle/e2e/dataset"
+)
+
+// Service names in deploy/docker-compose.yml.
+const (
+	ZooKeeper = "zk"
+	Routerd   = "routerd"
+)
+
+// StoragedServices returns the storaged service names.
+func StoragedServices() []string { return []string{"storaged1", "storaged2", "storaged3"} }
+
+// Ports inside the containers.
+const (
+	storagedPort = "9599/tcp"
+	routerdPort  = "9590/tcp"
+)
+
+// Options configures Up. Zero values are the defaults noted.
+type Options struct {
+	// ComposeFile defaults to deploy/docker-compose.yml of this checkout.
+	ComposeFile string
+	// Project is the compose project name; default spangle-e2e-<random>,
+	// so runs never share containers or volumes.
+	Project string
+	// Cluster is the cluster name in ZooKeeper; default e2e.
+	Cluster string
+	// Tag of the spangle images; default $SPANGLE_TAG or dev.
+	Tag string
+	// ZKImage defaults to $ZK_IMAGE or spangle/zookeeper:3.8-bookworm.
+	ZKImage string
+	// Initial is written into the source root before the cluster starts;
+	// none when Version is empty.
+	Initial dataset.Spec
+	// Logf receives progress lines; default none.
+	Logf func(format string, args ...any)
+}
+
+// Cluster is a running compose cluster. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	opts    Options
+	compose []string
+	env     []string
+	source  string // host directory bind-mounted at /data
+	network string
+	http    *http.Client
+
+	mu  sync.Mutex
+	ids map[string]string // service -> container id; guarded by mu
+}
+
+// Up starts a cluster and returns once every container runs (not yet
+// healthy: see WaitHealthy). On error whatever started is removed.
+func Up(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.ComposeFile == "" {
+		_, file, _, _ := runtime.Caller(0)
+		opts.ComposeFile = filepath.Join(filepath.Dir(file), "..", "..", "deploy", "docker-compose.yml")
+	}
+	if opts.Project == "" {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("framework: %w", err)
+		}
+		opts.Project = "spangle-e2e-" + hex.EncodeToString(b[:])
+	}
+	if opts.Cluster == "" {
+		opts.Cluster = "e2e"
+	}
+	if opts.Tag == "" {
+		opts.Tag = envOr("SPANGLE_TAG", "dev")
+	}
+	if opts.ZKImage == "" {
+		opts.ZKImage = envOr("ZK_IMAGE", "spangle/zookeeper:3.8-bookworm")
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	for _, img := range []string{opts.ZKImage, "spangle/storaged:" + opts.Tag, "spangle/routerd:" + opts.Tag} {
+		if !imageExists(ctx, img) {
+			return nil, fmt.Errorf("framework: image %s is missing; build the images with `make images`", img)
+		}
+	}
+	compose, err := composeCommand(ctx)
+	if err != nil {
+		return nil, err
+	}
+	source, err := os.MkdirTemp("", "spangle-e2e-source-")
+	if err != nil {
+		return nil, fmt.Errorf("framework: %w", err)
+	}
+	if err := os.Chmod(source, 0o755); err != nil {
+		return nil, fmt.Errorf("framework: %w", err)
+	}
+	c := &Cluster{
+		opts:    opts,
+		compose: append(compose, "-p", opts.Project, "-f", opts.ComposeFile),
+		env: []string{
+			"SPANGLE_SOURCE=" + source, "SPANGLE_CLUSTER=" + opts.Cluster,
+			"SPANGLE_TAG=" + opts.Tag, "ZK_IMAGE=" + opts.ZKImage,
+			// Empty host ports: the engine picks free ones.
+			"ROUTERD_PORT=", "STORAGED1_PORT=", "STORAGED2_PORT=", "STORAGED3_PORT=",
+		},
+		source:  source,
+		network: opts.Project + "_default",
+		http:    &http.Client{Transport: &http.Transport{Proxy: nil}},
+		ids:     map[string]string{},
+	}
+	if opts.Initial.Version != "" {
+		if _, err := dataset.Write(source, opts.Initial); err != nil {
+			os.RemoveAll(source)
+			return nil, err
+		}
+	}
+	opts.Logf("compose project %s, source root %s", opts.Project, source)
+	if _, err := c.composeRun(ctx, "up", "-d"); err != nil {
+		c.Down(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	for _, svc := range append([]string{ZooKeeper, Routerd}, StoragedServices()...) {
+		out, err := c.composeRun(ctx, "ps", "-q", svc)
+		id := strings.TrimSpace(out)
+		if err == nil && id == "" {
+			err = fmt.Errorf("framework: no container for %s", svc)
+		}
+		if err != nil {
+			c.Down(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		c.ids[svc] = id
+	}
+	return c, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func (c *Cluster) composeRun(ctx context.Context, args ...string) (string, error) {
+	all := append(append([]string(nil), c.compose[1:]...), args...)
+	return run(ctx, c.env, c.compose[0], all...)
+}
+
+// Down removes the containers, network and volumes, and the source root.
+func (c *Cluster) Down(ctx context.Context) error {
+	_, err := c.composeRun(ctx, "down", "-v", "--remove-orphans", "-t", "2")
+	if rerr := os.RemoveAll(c.source); rerr != nil && err == nil {
+		err = fmt.Errorf("framework: %w", rerr)
+	}
+	return err
+}
+
+// Project is the compose project name.
+func (c *Cluster) Project() string { return c.opts.Project }
+
+// SourceDir is the host directory the storaged see as their source root.
+func (c *Cluster) SourceDir() string { return c.source }
+
+// Publish writes a new version into the source root.
+func (c *Cluster) Publish(s dataset.Spec) error {
+	_, err := dataset.Write(c.source, s)
+	return err
+}
+
+func (c *Cluster) id(svc string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.ids[svc]
+	if !ok {
+		return "", fmt.Errorf("framework: unknown service %q", svc)
+	}
+	return id, nil
+}
+
+func (c *Cluster) docker(ctx context.Context, verb, svc string, extra ...string) error {
+	id, err := c.id(svc)
+	if err != nil {
+		return err
+	}
+	args := append(append([]string{verb}, extra...), id)
+	_, err = run(ctx, nil, "docker", args...)
+	return err
+}
+
+// Kill sends SIGKILL to the service's container.
+func (c *Cluster) Kill(ctx context.Context, svc string) error { return c.docker(ctx, "kill", svc) }
+
+// Stop stops the service's container gracefully (SIGTERM, then SIGKILL
+// after 5 s).
+func (c *Cluster) Stop(ctx context.Context, svc string) error {
+	return c.docker(ctx, "stop", svc, "-t", "5")
+}
+
+// Start starts the service's stopped container again, with its file
+// system (and so its local store) as it was.
+func (c *Cluster) Start(ctx context.Context, svc string) error { return c.docker(ctx, "start", svc) }
+
+// Disconnect takes the service's container off the cluster network.
+func (c *Cluster) Disconnect(ctx context.Context, svc string) error {
+	id, err := c.id(svc)
+	if err != nil {
+		return err
+	}
+	_, err = run(ctx, nil, "docker", "network", "disconnect", c.network, id)
+	return err
+}
+
+// Connect puts the container back on the cluster network under its
+// service name.
+func (c *Cluster) Connect(ctx context.Context, svc string) error {
+	id, err := c.id(svc)
+	if err != nil {
+		return err
+	}
+	_, err = run(ctx, nil, "docker", "network", "connect", "--alias", svc, c.network, id)
+	return err
+}
+
+// Running reports whether the service's container runs.
+func (c *Cluster) Running(ctx context.Context, svc string) (bool, error) {
+	id, err := c.id(svc)
+	if err != nil {
+		return false, err
+	}
+	out, err := run(ctx, nil, "docker", "inspect", "--format", "{{.State.Running}}", id)
+	return strings.TrimSpace(out) == "true", err
+}
+
+// Logs returns the service's container log (stdout and stderr).
+func (c *Cluster) Logs(ctx context.Context, svc string) (string, error) {
+	id, err := c.id(svc)
+	if err != nil {
+		return "", err
+	}
+	cmd := []string{"logs", id}
+	out, err := runCombined(ctx, "docker", cmd...)
+	return out, err
+}
+
+// URL returns the host URL of the service's HTTP port. The engine picks
+// a new host port when a container starts again, so ask after Start.
+func (c *Cluster) URL(ctx context.Context, svc string) (string, error) {
+	port := storagedPort
+	if svc == Routerd {
+		port = routerdPort
+	}
+	id, err := c.id(svc)
+	if err != nil {
+		return "", err
+	}
+	out, err := run(ctx, nil, "docker", "port", id, port)
+	if err != nil {
+		return "", err
+	}
+	// One line per address family; take the IPv4 one.
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "127.0.0.1:") || strings.HasPrefix(line, "0.0.0.0:") {
+			return "http://127.0.0.1:" + line[strings.LastIndex(line, ":")+1:], nil
+		}
+	}
+	return "", fmt.Errorf("framework: no published port for %s: %q", svc, out)
+}
+
+// Health is a node's /healthz: db -> version -> state (and reason).
+type Health map[string]map[string]VersionHealth
+
+// VersionHealth is one version's entry on /healthz.
+type VersionHealth struct {
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ErrUnhealthy is returned by GetHealth when /healthz answers, but not
+// 200; the Health is still filled in.
+var ErrUnhealthy = errors.New("framework: not healthy")
+
+// GetHealth reads the service's /healthz.
+func (c *Cluster) GetHealth(ctx context.Context, svc string) (Health, error) {
+	base, err := c.URL(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		return nil, fmt.Errorf("framework: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("framework: %s healthz: %w", svc, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("framework: %s healthz: %w", svc, err)
+	}
+	var h Health
+	if err := json.Unmarshal(body, &h); err != nil {
+		h = nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return h, fmt.Errorf("%w: %s healthz status %d: %.200s", ErrUnhealthy, svc, resp.StatusCode, body)
+	}
+	if h == nil {
+		return nil, fmt.Errorf("framework: %s healthz: not JSON: %.200s", svc, body)
+	}
+	return h, nil
+}
+
+// Metrics reads the service's /metrics text.
+func (c *Cluster) Metrics(ctx context.Context, svc string) (string, error) {
+	base, err := c.URL(ctx, svc)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return "", fmt.Errorf("framework: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("framework: %s metrics: %w", svc, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("framework: %s metrics: %w", svc, err)
+	}
+	return string(body), nil
+}
