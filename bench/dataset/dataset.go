@@ -1,0 +1,224 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"spangle/shared/hashring"
+	"spangle/shared/seqfile"
+)
+
+// Names of the db and version the dataset holds.
+const (
+	DB      = "bench"
+	Version = "1"
+)
+
+// KeyDigits is the zero-padded width of a key's number, so that numeric
+// order is key order.
+const KeyDigits = 10
+
+// Options describes a dataset. Zero values select the defaults noted.
+type Options struct {
+	// Keys is the record count; default 1,000,000.
+	Keys int
+	// Files is the data file (and partition) count; default 8.
+	Files int
+	// ValueSize is each value's length in bytes; default 100.
+	ValueSize int
+	// Compression of the files; default seqfile.None.
+	Compression seqfile.Compression
+	// Codec when compressed; default seqfile.SnappyCodec.
+	Codec string
+}
+
+func (o *Options) defaults() {
+	if o.Keys <= 0 {
+		o.Keys = 1_000_000
+	}
+	if o.Files <= 0 {
+		o.Files = 8
+	}
+	if o.ValueSize <= 0 {
+		o.ValueSize = 100
+	}
+	if o.Compression != seqfile.None && o.Codec == "" {
+		o.Codec = seqfile.SnappyCodec
+	}
+}
+
+// Dataset is a written source root.
+type Dataset struct {
+	// Root is the source root: Root/DB/Version/part-NNNNN.
+	Root    string
+	Options Options
+	// Files are the data files' paths.
+	Files []string
+	// Bytes is the data files' total size.
+	Bytes int64
+}
+
+// AppendKey appends key i ("key-" and KeyDigits digits) to dst.
+func AppendKey(dst []byte, i int) []byte {
+	var d [KeyDigits]byte
+	for j := KeyDigits - 1; j >= 0; j-- {
+		d[j] = byte('0' + i%10)
+		i /= 10
+	}
+	return append(append(dst, "key-"...), d[:]...)
+}
+
+// AppendPath appends the request path of key i of the dataset's db.
+// Keys need no escaping.
+func AppendPath(dst []byte, i int) []byte {
+	return AppendKey(append(dst, "/"+DB+"/"...), i)
+}
+
+// words make values that compress about as well as text does.
+var words = [...]string{"spangle ", "sequins ", "hadoop ", "key ", "value ", "partition ", "replica ", "zookeeper ",
+	"router ", "storage ", "version ", "block ", "level ", "table ", "cache ", "hedge "}
+
+// fillValue fills v with key i's value: words drawn from a generator
+// seeded by i, so any key's value can be recomputed.
+func fillValue(v []byte, i int) {
+	rng := rand.New(rand.NewPCG(uint64(i), 0x5eed))
+	n := 0
+	for n < len(v) {
+		n += copy(v[n:], words[rng.IntN(len(words))])
+	}
+}
+
+// Value returns key i's value for a dataset of values of size n.
+func Value(i, n int) []byte {
+	v := make([]byte, n)
+	fillValue(v, i)
+	return v
+}
+
+// Write writes a dataset under root (which must exist) and returns it.
+// Files are written in parallel, one goroutine each.
+func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
+	o.defaults()
+	dir := filepath.Join(root, DB, Version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	ds := &Dataset{Root: root, Options: o}
+	for f := 0; f < o.Files; f++ {
+		ds.Files = append(ds.Files, filepath.Join(dir, fmt.Sprintf("part-%05d", f)))
+	}
+	errs := make([]error, o.Files)
+	sizes := make([]int64, o.Files)
+	var wg sync.WaitGroup
+	for f := range ds.Files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sizes[f], errs[f] = writeFile(ctx, ds.Files[f], f, o)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, s := range sizes {
+		ds.Bytes += s
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	return ds, nil
+}
+
+// writeFile writes the keys of partition part, ascending, to path.
+func writeFile(ctx context.Context, path string, part int, o Options) (int64, error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	defer out.Close()
+	w, err := seqfile.NewWriter(out, seqfile.WriterOptions{Compression: o.Compression, Codec: o.Codec})
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	key := make([]byte, 0, 32)
+	val := make([]byte, o.ValueSize)
+	for i := 0; i < o.Keys; i++ {
+		key = AppendKey(key[:0], i)
+		if hashring.Partition(key, o.Files) != part {
+			continue
+		}
+		if i%65536 == 0 && ctx.Err() != nil {
+			return 0, fmt.Errorf("dataset: %w", ctx.Err())
+		}
+		fillValue(val, i)
+		if err := w.Append(key, val); err != nil {
+			return 0, fmt.Errorf("dataset: %s: %w", path, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return 0, fmt.Errorf("dataset: %s: %w", path, err)
+	}
+	st, err := out.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	return st.Size(), out.Close()
+}
+
+// Decode reads and decodes every record of the dataset's files, as many
+// files at once as parallel (at least 1), and returns the record count:
+// the least work any load must do, the limit a load is measured against.
+func Decode(ctx context.Context, files []string, parallel int) (int64, error) {
+	parallel = max(parallel, 1)
+	var n atomic.Int64
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, path := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c, err := decodeFile(ctx, path)
+			n.Add(c)
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return n.Load(), errors.Join(errs...)
+}
+
+func decodeFile(ctx context.Context, path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	r, err := seqfile.NewReader(f, path)
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	var n, sum int64
+	for r.Next() {
+		// Use the record, so the loop is not only a count.
+		sum += int64(len(r.Key()) + len(r.Value()))
+		n++
+		if n%65536 == 0 && ctx.Err() != nil {
+			return n, fmt.Errorf("dataset: %w", ctx.Err())
+		}
+	}
+	if err := r.Err(); err != nil {
+		return n, fmt.Errorf("dataset: %w", err)
+	}
+	if sum == 0 && n > 0 {
+		return n, fmt.Errorf("dataset: %s: empty records", path)
+	}
+	return n, nil
+}

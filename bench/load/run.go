@@ -1,0 +1,183 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// PathFunc appends the path of the next request (say, a random key's) to
+// dst. Each connection calls it with its own rng.
+type PathFunc func(dst []byte, rng *rand.Rand) []byte
+
+// Options configures a Run. Zero values select the defaults noted.
+type Options struct {
+	// Addr is the server's host:port.
+	Addr string
+	// Path gives each request's path; required.
+	Path PathFunc
+	// Conns is the number of connections, each with one request in
+	// flight at a time; default 32.
+	Conns int
+	// Warmup runs the same load first, excluded from the result;
+	// default none.
+	Warmup time.Duration
+	// Duration is how long the measured part runs; default 1s.
+	Duration time.Duration
+	// Rate, when positive, makes the run open-loop: requests are due at
+	// Rate per second in total, spread evenly over the connections, and a
+	// request's latency counts from when it was due whenever the
+	// connection was still busy then (so a stall is not hidden). Zero
+	// runs closed-loop: each connection sends as soon as it is answered.
+	Rate float64
+	// Seed makes the key sequence reproducible.
+	Seed uint64
+}
+
+// Result is what a Run measured, warm-up excluded.
+type Result struct {
+	// Requests answered 200 within the measured part.
+	Requests int64
+	// Errors are failed requests and answers other than 200.
+	Errors int64
+	// FirstError describes the first error, "" with none.
+	FirstError string
+	// Elapsed is the measured part's length.
+	Elapsed time.Duration
+	// Latencies of the measured 200 answers, ascending.
+	Latencies []time.Duration
+}
+
+// Rate is the measured throughput in requests per second.
+func (r Result) Rate() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// Run loads o.Addr as o says and returns what it measured. It stops early
+// with ctx's error when ctx ends.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if o.Path == nil || o.Addr == "" {
+		return Result{}, errors.New("load: Addr and Path are required")
+	}
+	if o.Conns <= 0 {
+		o.Conns = 32
+	}
+	if o.Duration <= 0 {
+		o.Duration = time.Second
+	}
+	if o.Rate < 0 {
+		return Result{}, fmt.Errorf("load: negative rate %v", o.Rate)
+	}
+	start := time.Now()
+	measureFrom := start.Add(o.Warmup)
+	end := measureFrom.Add(o.Duration)
+	workers := make([]worker, o.Conns)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := &workers[i]
+		w.c = newConn(o.Addr)
+		w.rng = rand.New(rand.NewPCG(o.Seed, uint64(i)))
+		w.from, w.end = measureFrom, end
+		if o.Rate > 0 {
+			w.interval = time.Duration(float64(o.Conns) / o.Rate * float64(time.Second))
+			w.due = start.Add(time.Duration(w.rng.Int64N(int64(w.interval) + 1)))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.c.close()
+			w.run(ctx, o.Path)
+		}()
+	}
+	wg.Wait()
+	res := Result{Elapsed: o.Duration}
+	for i := range workers {
+		w := &workers[i]
+		res.Requests += int64(len(w.lat))
+		res.Errors += w.errors
+		if res.FirstError == "" && w.firstErr != nil {
+			res.FirstError = w.firstErr.Error()
+		}
+		res.Latencies = append(res.Latencies, w.lat...)
+	}
+	slices.Sort(res.Latencies)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("load: %w", err)
+	}
+	return res, nil
+}
+
+// worker drives one connection.
+type worker struct {
+	c         *conn
+	rng       *rand.Rand
+	from, end time.Time // measured window
+	path      []byte
+
+	// Open loop only: the gap between requests and when the next is due.
+	interval time.Duration
+	due      time.Time
+
+	lat      []time.Duration
+	errors   int64
+	firstErr error
+}
+
+func (w *worker) run(ctx context.Context, pathOf PathFunc) {
+	var prevDone time.Time
+	for ctx.Err() == nil {
+		var t0 time.Time
+		var from time.Time
+		if w.interval > 0 {
+			if !w.due.Before(w.end) {
+				return
+			}
+			if d := time.Until(w.due); d > 0 {
+				time.Sleep(d)
+			}
+			t0 = time.Now()
+			// Busy past the due time: the server made this request
+			// wait, so that counts. Otherwise any lateness is the
+			// timer's, not the server's.
+			from = t0
+			if prevDone.After(w.due) {
+				from = w.due
+			}
+			w.due = w.due.Add(w.interval)
+		} else {
+			t0 = time.Now()
+			if !t0.Before(w.end) {
+				return
+			}
+			from = t0
+		}
+		w.path = pathOf(w.path[:0], w.rng)
+		err := w.c.get(w.path)
+		done := time.Now()
+		prevDone = done
+		measured := !from.Before(w.from) && done.Before(w.end)
+		if err != nil {
+			if measured || !errors.Is(err, errStatus) {
+				w.errors++
+				if w.firstErr == nil {
+					w.firstErr = err
+				}
+			}
+			if !errors.Is(err, errStatus) {
+				// Do not spin on a dead server.
+				time.Sleep(10 * time.Millisecond)
+			}
+			continue
+		}
+		if measured {
+			w.lat = append(w.lat, done.Sub(from))
+		}
+	}
+}

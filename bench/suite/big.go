@@ -1,0 +1,80 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/bench/load"
+	"spangle/bench/proc"
+	"spangle/bench/report"
+	"spangle/bench/stats"
+)
+
+// bigSection loads a BigKeys dataset once, serves random keys of it for a
+// while, and reports storaged's memory: the serving memory target is for
+// a 10M-key version.
+func (b *bench) bigSection(ctx context.Context) {
+	n := b.o.BigKeys
+	metric := fmt.Sprintf("storaged RSS serving %s keys", count(n))
+	ds, err := b.writeDataset(ctx, "src-big", n, !b.o.Uncompressed)
+	if err != nil {
+		b.failed(metric, err)
+		return
+	}
+	defer os.RemoveAll(ds.Root)
+	d, err := b.decodeOnce(ctx, ds)
+	if err != nil {
+		b.failed(metric, err)
+		return
+	}
+	store := b.storeDir()
+	defer os.RemoveAll(store)
+	st, took, err := b.startStoraged(ctx, "storaged-big", ds.Root, store)
+	if err != nil {
+		b.failed(metric, err)
+		return
+	}
+	defer st.Stop()
+	loaded, err := st.Memory()
+	if err != nil {
+		b.failed(metric, err)
+		return
+	}
+	var rates []float64
+	var errs int64
+	for r := 0; r < 2; r++ {
+		res, err := load.Run(ctx, load.Options{Addr: st.Addr, Path: randomKeys(n), Conns: b.o.Conns,
+			Warmup: 200 * time.Millisecond, Duration: 2 * b.o.Round, Seed: uint64(r)})
+		if err != nil {
+			b.failed(metric, err)
+			return
+		}
+		rates = append(rates, res.Rate())
+		errs += res.Errors
+		b.log.Info("big round", zap.Int("round", r), zap.Float64("req/s", res.Rate()), zap.Int64("errors", res.Errors))
+	}
+	mem, err := st.Memory()
+	if err != nil {
+		b.failed(metric, err)
+		return
+	}
+	kind := "uncompressed"
+	if ds.Options.Compression != 0 {
+		kind = "block " + codecName(ds.Options.Codec)
+	}
+	b.rep.Rows = append(b.rep.Rows,
+		report.NewRow(fmt.Sprintf("load %s keys (%s): storaged start to ACTIVE", count(n), kind), "s", took.Seconds(),
+			"decode-only", d.Seconds(), fmt.Sprintf("one round; %.0f MB of files", proc.MB(ds.Bytes)),
+			report.Target{Kind: report.RatioAtMost, Limit: loadRatioTarget}),
+		report.NewRow(metric, "MB", proc.MB(mem.Current), "", 0,
+			fmt.Sprintf("VmRSS after %d closed-loop rounds of random keys (median %.0f req/s, %d errors); %.0f MB right after loading",
+				len(rates), stats.Median(rates), errs, proc.MB(loaded.Current)),
+			report.Target{Kind: report.ValueBelow, Limit: rssTargetMB}),
+		report.NewRow(fmt.Sprintf("storaged peak RSS, %s keys loaded and served", count(n)), "MB", proc.MB(mem.Peak), "", 0,
+			"VmHWM, loading included", report.Target{Kind: report.ValueBelow, Limit: rssTargetMB}),
+	)
+}

@@ -1,0 +1,136 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/bench/load"
+	"spangle/bench/stats"
+)
+
+// contender is a server under load.
+type contender struct {
+	name string
+	addr string // host:port
+}
+
+// figures are what a comparison measured of one contender: medians over
+// rounds.
+type figures struct {
+	rate     float64 // closed loop, req/s
+	p50, p99 float64 // closed loop, ms
+	spread   float64 // of the closed-loop rates
+	openRate float64 // offered open-loop rate, req/s
+	openGot  float64 // achieved open-loop rate, req/s
+	op50     float64 // open loop, ms
+	op99     float64
+	errors   int64
+	firstErr string
+}
+
+func (f figures) errNote() string {
+	if f.errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d errors (%s)", f.errors, f.firstErr)
+}
+
+// compare loads a and peer alternately with the same generator and key
+// choice: closed-loop rounds for their maximum throughput, then open-loop
+// rounds at half of a's median maximum for both, for latency.
+func (b *bench) compare(ctx context.Context, a, peer contender, path load.PathFunc) (fa, fp figures, err error) {
+	warm := time.Second
+	openRounds, openDur := 3, b.o.Round
+	if b.o.Quick {
+		warm, openRounds, openDur = 500*time.Millisecond, 1, 2*time.Second
+	}
+	run := func(c contender, rate float64, d, warmup time.Duration, seed uint64) (load.Result, error) {
+		return load.Run(ctx, load.Options{Addr: c.addr, Path: path, Conns: b.o.Conns, Warmup: warmup,
+			Duration: d, Rate: rate, Seed: seed})
+	}
+	// Warm both: connections, caches, the page cache under the tables.
+	for _, c := range []contender{a, peer} {
+		if _, err := run(c, 0, warm, 0, 99); err != nil {
+			return fa, fp, err
+		}
+	}
+	type acc struct {
+		rates, p50s, p99s []float64
+		errors            int64
+		firstErr          string
+	}
+	var ra, rp acc
+	add := func(x *acc, res load.Result) {
+		x.rates = append(x.rates, res.Rate())
+		x.p50s = append(x.p50s, stats.Millis(stats.Percentile(res.Latencies, 0.5)))
+		x.p99s = append(x.p99s, stats.Millis(stats.Percentile(res.Latencies, 0.99)))
+		x.errors += res.Errors
+		if x.firstErr == "" {
+			x.firstErr = res.FirstError
+		}
+	}
+	order := func(r int) [2]contender {
+		if r%2 == 0 {
+			return [2]contender{a, peer}
+		}
+		return [2]contender{peer, a}
+	}
+	for r := 0; r < b.o.Rounds; r++ {
+		for _, c := range order(r) {
+			res, err := run(c, 0, b.o.Round, 200*time.Millisecond, uint64(r))
+			if err != nil {
+				return fa, fp, err
+			}
+			b.log.Info("closed round", zap.String("server", c.name), zap.Int("round", r), zap.Float64("req/s", res.Rate()),
+				zap.Duration("p50", stats.Percentile(res.Latencies, 0.5)), zap.Duration("p99", stats.Percentile(res.Latencies, 0.99)),
+				zap.Int64("errors", res.Errors))
+			if c == a {
+				add(&ra, res)
+			} else {
+				add(&rp, res)
+			}
+		}
+	}
+	fa = figures{rate: stats.Median(ra.rates), p50: stats.Median(ra.p50s), p99: stats.Median(ra.p99s),
+		spread: stats.Spread(ra.rates), errors: ra.errors, firstErr: ra.firstErr}
+	fp = figures{rate: stats.Median(rp.rates), p50: stats.Median(rp.p50s), p99: stats.Median(rp.p99s),
+		spread: stats.Spread(rp.rates), errors: rp.errors, firstErr: rp.firstErr}
+	if fa.rate <= 0 {
+		return fa, fp, fmt.Errorf("suite: %s answered nothing (%s)", a.name, ra.firstErr)
+	}
+	half := fa.rate / 2
+	var oa, op acc
+	var gotA, gotP []float64
+	for r := 0; r < openRounds; r++ {
+		for _, c := range order(r) {
+			res, err := run(c, half, openDur, 200*time.Millisecond, uint64(100+r))
+			if err != nil {
+				return fa, fp, err
+			}
+			b.log.Info("open round", zap.String("server", c.name), zap.Int("round", r), zap.Float64("offered", half),
+				zap.Float64("req/s", res.Rate()), zap.Duration("p50", stats.Percentile(res.Latencies, 0.5)),
+				zap.Duration("p99", stats.Percentile(res.Latencies, 0.99)), zap.Int64("errors", res.Errors))
+			if c == a {
+				add(&oa, res)
+				gotA = append(gotA, res.Rate())
+			} else {
+				add(&op, res)
+				gotP = append(gotP, res.Rate())
+			}
+		}
+	}
+	fa.openRate, fa.openGot, fa.op50, fa.op99 = half, stats.Median(gotA), stats.Median(oa.p50s), stats.Median(oa.p99s)
+	fp.openRate, fp.openGot, fp.op50, fp.op99 = half, stats.Median(gotP), stats.Median(op.p50s), stats.Median(op.p99s)
+	fa.errors += oa.errors
+	fp.errors += op.errors
+	if fa.firstErr == "" {
+		fa.firstErr = oa.firstErr
+	}
+	if fp.firstErr == "" {
+		fp.firstErr = op.firstErr
+	}
+	return fa, fp, nil
+}

@@ -1,0 +1,185 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"spangle/bench/dataset"
+	"spangle/bench/load"
+	"spangle/bench/proc"
+	"spangle/bench/report"
+)
+
+// Targets of issues 2 and 4 for serving.
+const (
+	storagedRatioTarget = 0.8 // of the trivial server
+	routerdRatioTarget  = 0.9 // of httputil.ReverseProxy
+	cacheRatioTarget    = 0.8 // of the trivial server
+	storagedP99Target   = 1.0 // ms at half load
+	routerdP99Target    = 2.0 // ms at half load
+	hotKeys             = 1000
+)
+
+// randomKeys requests random keys of the first n.
+func randomKeys(n int) load.PathFunc {
+	return func(dst []byte, rng *rand.Rand) []byte { return dataset.AppendPath(dst, rng.IntN(n)) }
+}
+
+// serveSection measures storaged against the trivial server, routerd
+// without its cache against a ReverseProxy, and routerd's cache against
+// the trivial server, then the processes' memory.
+func (b *bench) serveSection(ctx context.Context, ds *dataset.Dataset) {
+	st, _, err := b.startStoraged(ctx, "storaged", ds.Root, b.storeDir())
+	if err != nil {
+		b.failed("storaged GET", err)
+		return
+	}
+	defer st.Stop()
+	valueSize := ds.Options.ValueSize
+	if valueSize == 0 {
+		valueSize = 100
+	}
+	triv, err := b.startPeer(ctx, "trivial", "/", "serve-trivial", "--body-size", strconv.Itoa(valueSize))
+	if err != nil {
+		b.failed("storaged GET", err)
+		return
+	}
+	defer triv.Stop()
+	keys := randomKeys(ds.Options.Keys)
+
+	if b.runs("storaged") {
+		fa, fp, err := b.compare(ctx, contender{"storaged", st.Addr}, contender{"trivial", triv.Addr}, keys)
+		if err != nil {
+			b.failed("storaged GET", err)
+		} else {
+			b.throughputRows("storaged GET", "trivial net/http", fa, fp, storagedRatioTarget, storagedP99Target)
+		}
+	}
+	if b.runs("routerd") {
+		// routerd without its cache vs a ReverseProxy, both in front of st.
+		b.routerdSection(ctx, st, triv, keys)
+	}
+
+	if mem, err := st.Memory(); err != nil {
+		b.failed("storaged RSS", err)
+	} else {
+		b.rep.Rows = append(b.rep.Rows,
+			report.NewRow(fmt.Sprintf("storaged peak RSS, loaded %s keys and served all of the above", count(ds.Options.Keys)), "MB",
+				proc.MB(mem.Peak), "", 0, fmt.Sprintf("VmHWM; RSS now %.0f MB", proc.MB(mem.Current)),
+				report.Target{Kind: report.ValueBelow, Limit: rssTargetMB}))
+	}
+}
+
+// routerdSection measures routerd uncached vs ReverseProxy, and cached vs
+// the trivial server.
+func (b *bench) routerdSection(ctx context.Context, st, triv *proc.Process, keys load.PathFunc) {
+	const metricU, metricC = "routerd uncached GET", "routerd cache-hit GET"
+	rd, err := b.startRouterd(ctx, "routerd-uncached", st, "0")
+	if err != nil {
+		b.failed(metricU, err)
+		b.failed(metricC, fmt.Errorf("not run: routerd did not start"))
+		return
+	}
+	defer rd.Stop()
+	rp, err := b.startPeer(ctx, "reverseproxy", "/"+dataset.DB+"/"+string(dataset.AppendKey(nil, 0)),
+		"serve-proxy", "--target", "http://"+st.Addr)
+	if err != nil {
+		b.failed(metricU, err)
+	} else {
+		fa, fp, err := b.compare(ctx, contender{"routerd", rd.Addr}, contender{"reverseproxy", rp.Addr}, keys)
+		rp.Stop()
+		if err != nil {
+			b.failed(metricU, err)
+		} else {
+			b.throughputRows(metricU, "httputil.ReverseProxy", fa, fp, routerdRatioTarget, routerdP99Target)
+		}
+	}
+	b.memRow("routerd peak RSS (cache off)", rd)
+
+	rc, err := b.startRouterd(ctx, "routerd-cached", st, "")
+	if err != nil {
+		b.failed(metricC, err)
+		return
+	}
+	defer rc.Stop()
+	fa, fp, err := b.compare(ctx, contender{"routerd", rc.Addr}, contender{"trivial", triv.Addr}, randomKeys(hotKeys))
+	if err != nil {
+		b.failed(metricC, err)
+		return
+	}
+	b.throughputRows(fmt.Sprintf("%s (%d hot keys)", metricC, hotKeys), "trivial net/http", fa, fp, cacheRatioTarget, routerdP99Target)
+	b.memRow("routerd peak RSS (cache on, 64 MiB)", rc)
+}
+
+func (b *bench) memRow(metric string, p *proc.Process) {
+	mem, err := p.Memory()
+	if err != nil {
+		b.failed(metric, err)
+		return
+	}
+	b.rep.Rows = append(b.rep.Rows, report.NewRow(metric, "MB", proc.MB(mem.Peak), "", 0,
+		fmt.Sprintf("VmHWM; RSS now %.0f MB", proc.MB(mem.Current))))
+}
+
+// throughputRows adds the rows of one comparison: throughput against the
+// peer, then p50 and p99 at half load against the peer at the same rate.
+func (b *bench) throughputRows(metric, peer string, fa, fp figures, ratio, p99 float64) {
+	b.rep.Rows = append(b.rep.Rows,
+		report.NewRow(metric+" throughput", "req/s", fa.rate, peer, fp.rate,
+			fmt.Sprintf("closed loop, %d conns; p50/p99 %.2f/%.2f ms vs %.2f/%.2f ms; spread %.0f%% / %.0f%%%s%s",
+				b.o.Conns, fa.p50, fa.p99, fp.p50, fp.p99, 100*fa.spread, 100*fp.spread, fa.errNote(), fp.errNote()),
+			report.Target{Kind: report.RatioAtLeast, Limit: ratio}),
+		report.NewRow(metric+" p50 at half load", "ms", fa.op50, peer+" at the same rate", fp.op50,
+			fmt.Sprintf("open loop, %.0f req/s offered, %.0f / %.0f achieved", fa.openRate, fa.openGot, fp.openGot)),
+		report.NewRow(metric+" p99 at half load", "ms", fa.op99, peer+" at the same rate", fp.op99, "",
+			report.Target{Kind: report.ValueBelow, Limit: p99}),
+	)
+}
+
+// startPeer runs this executable as a peer server and waits until ready
+// answers 200.
+func (b *bench) startPeer(ctx context.Context, name, ready string, args ...string) (*proc.Process, error) {
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	argv := append([]string{b.o.Self}, args...)
+	argv = append(argv, "--bind", addr)
+	p, err := proc.Start(name, addr, b.logs, argv...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.WaitFor(ctx, "http://"+addr+ready, 10*time.Millisecond, time.Minute, status200); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// startRouterd runs routerd in front of st, with cacheSize ("" for the
+// default), and waits until it answers a key.
+func (b *bench) startRouterd(ctx context.Context, name string, st *proc.Process, cacheSize string) (*proc.Process, error) {
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{b.o.Routerd, "--bind", addr, "--storaged", "http://" + st.Addr, "--log-level", "warn"}
+	if cacheSize != "" {
+		argv = append(argv, "--cache-size", cacheSize)
+	}
+	p, err := proc.Start(name, addr, b.logs, argv...)
+	if err != nil {
+		return nil, err
+	}
+	url := "http://" + addr + "/" + dataset.DB + "/" + string(dataset.AppendKey(nil, 0))
+	if _, err := p.WaitFor(ctx, url, 20*time.Millisecond, time.Minute, status200); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func status200(status int, _ []byte) (bool, error) { return status == 200, nil }
