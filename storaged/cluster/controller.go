@@ -160,9 +160,10 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 		c.log.Warn("coordination service unavailable; will register once it is back", zap.Error(err))
 	case err != nil:
 		return fmt.Errorf("cluster: registering %s: %w", topo.NodeName(c.opts.Node.ShardID, c.opts.Node.Addr), err)
+	default:
+		c.log.Info("registered in the cluster", zap.String("shard_id", c.opts.Node.ShardID),
+			zap.String("addr", c.opts.Node.Addr), zap.String("node_id", c.opts.Node.ID))
 	}
-	c.log.Info("registered in the cluster", zap.String("shard_id", c.opts.Node.ShardID),
-		zap.String("addr", c.opts.Node.Addr), zap.String("node_id", c.opts.Node.ID))
 
 	var (
 		rev        uint64
