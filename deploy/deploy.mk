@@ -9,10 +9,18 @@ IMAGE_CTX   := $(BIN)/image
 DEMO_DATA   := $(BIN)/demo-data
 # docker-compose v1 or the compose plugin, whichever this machine has.
 COMPOSE     ?= $(shell if docker compose version >/dev/null 2>&1; then echo docker compose; else echo docker-compose; fi)
+# ZK_OFFICIAL=1: the official ZooKeeper image from a registry instead
+# (deploy/zookeeper-official.yml); the Debian-built one is then not built.
+ZK_OFFICIAL ?=
+COMPOSE_FILES := -f deploy/docker-compose.yml $(if $(ZK_OFFICIAL),-f deploy/zookeeper-official.yml)
 COMPOSE_RUN := SPANGLE_TAG=$(SPANGLE_TAG) ZK_IMAGE=$(ZK_IMAGE) SPANGLE_SOURCE=$(abspath $(DEMO_DATA)) \
-	$(COMPOSE) -p spangle -f deploy/docker-compose.yml
+	$(COMPOSE) -p spangle $(COMPOSE_FILES)
 
 export SPANGLE_TAG ZK_IMAGE
+ifneq ($(ZK_OFFICIAL),)
+export E2E_COMPOSE_FILES := $(abspath deploy/zookeeper-official.yml)
+export ZK_IMAGE := zookeeper:3.8
+endif
 
 .PHONY: images zk-image e2e-deps up down
 
@@ -26,7 +34,7 @@ zk-image: e2e-deps
 
 # storaged and routerd: rebuilt every time (seconds; Docker reuses layers
 # whose binaries did not change).
-images: build zk-image
+images: build $(if $(ZK_OFFICIAL),,zk-image)
 	@mkdir -p $(IMAGE_CTX)
 	cp $(BIN)/storaged $(BIN)/routerd $(IMAGE_CTX)/
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(IMAGE_CTX)/healthcheck ./deploy/healthcheck

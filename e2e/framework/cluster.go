@@ -38,6 +38,9 @@ const (
 type Options struct {
 	// ComposeFile defaults to deploy/docker-compose.yml of this checkout.
 	ComposeFile string
+	// ExtraFiles are compose files laid over ComposeFile, in order (an
+	// override for the official ZooKeeper image, say).
+	ExtraFiles []string
 	// Project is the compose project name; default spangle-e2e-<random>,
 	// so runs never share containers or volumes.
 	Project string
@@ -45,7 +48,8 @@ type Options struct {
 	Cluster string
 	// Tag of the spangle images; default $SPANGLE_TAG or dev.
 	Tag string
-	// ZKImage defaults to $ZK_IMAGE or spangle/zookeeper:3.8-bookworm.
+	// ZKImage defaults to $ZK_IMAGE or spangle/zookeeper:3.8-bookworm;
+	// Up checks that it exists only without ExtraFiles.
 	ZKImage string
 	// Initial is written into the source root before the cluster starts;
 	// none when Version is empty.
@@ -94,7 +98,12 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	for _, img := range []string{opts.ZKImage, "spangle/storaged:" + opts.Tag, "spangle/routerd:" + opts.Tag} {
+	images := []string{"spangle/storaged:" + opts.Tag, "spangle/routerd:" + opts.Tag}
+	if len(opts.ExtraFiles) == 0 {
+		// An override may bring a ZooKeeper image of its own, pulled.
+		images = append(images, opts.ZKImage)
+	}
+	for _, img := range images {
 		if !imageExists(ctx, img) {
 			return nil, fmt.Errorf("framework: image %s is missing; build the images with `make images`", img)
 		}
@@ -110,9 +119,13 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.Chmod(source, 0o755); err != nil {
 		return nil, fmt.Errorf("framework: %w", err)
 	}
+	compose = append(compose, "-p", opts.Project, "-f", opts.ComposeFile)
+	for _, f := range opts.ExtraFiles {
+		compose = append(compose, "-f", f)
+	}
 	c := &Cluster{
 		opts:    opts,
-		compose: append(compose, "-p", opts.Project, "-f", opts.ComposeFile),
+		compose: compose,
 		env: []string{
 			"SPANGLE_SOURCE=" + source, "SPANGLE_CLUSTER=" + opts.Cluster,
 			"SPANGLE_TAG=" + opts.Tag, "ZK_IMAGE=" + opts.ZKImage,
@@ -351,4 +364,12 @@ func (c *Cluster) Metrics(ctx context.Context, svc string) (string, error) {
 		return "", fmt.Errorf("framework: %s metrics: %w", svc, err)
 	}
 	return string(body), nil
+}
+
+// Unpublish removes a version from the source root.
+func (c *Cluster) Unpublish(db, version string) error {
+	if err := os.RemoveAll(filepath.Join(c.source, db, version)); err != nil {
+		return fmt.Errorf("framework: %w", err)
+	}
+	return nil
 }
