@@ -126,9 +126,15 @@ type PartitionBuilder struct {
 	opts BuildOptions
 	stor storage.Storage
 
-	mu     sync.Mutex // guards next and tables
-	next   int64
-	tables []tableInfo
+	mu      sync.Mutex // guards next, tables and syncErr
+	next    int64
+	tables  []tableInfo
+	syncErr error // the first failed background sync
+
+	// syncs counts closed runs whose fsync still runs in the background,
+	// so the disk writes one run while the loader reads the next file;
+	// Finish waits for them before it writes the MANIFEST.
+	syncs sync.WaitGroup
 }
 
 // CreatePartition starts a fresh partition database in dir, which must
@@ -204,7 +210,9 @@ func (w *RunWriter) Append(key, value []byte) error {
 func (w *RunWriter) Len() int { return w.n }
 
 // Close finishes the run and adds it to the partition. An empty run
-// leaves no file behind.
+// leaves no file behind. The run's fsync goes on in the background;
+// Finish waits for it, so a partition is never described before its
+// tables are on disk.
 func (w *RunWriter) Close() error {
 	if w.n == 0 {
 		w.Abort()
@@ -214,13 +222,8 @@ func (w *RunWriter) Close() error {
 	if err == nil {
 		err = w.bw.Flush()
 	}
-	if err == nil && !w.b.opts.NoSync {
-		err = w.f.Sync()
-	}
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
+		w.f.Close()
 		w.b.stor.Remove(w.fd)
 		return fmt.Errorf("store: finishing table in %s: %w", w.b.dir, err)
 	}
@@ -230,7 +233,33 @@ func (w *RunWriter) Close() error {
 		imin: w.imin, imax: append([]byte(nil), w.ikey...),
 	})
 	w.b.mu.Unlock()
+	if w.b.opts.NoSync {
+		if err := w.f.Close(); err != nil {
+			w.b.failSync(fmt.Errorf("store: closing table in %s: %w", w.b.dir, err))
+		}
+		return nil
+	}
+	w.b.syncs.Add(1)
+	go func() {
+		defer w.b.syncs.Done()
+		err := w.f.Sync()
+		if cerr := w.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			w.b.failSync(fmt.Errorf("store: syncing table in %s: %w", w.b.dir, err))
+		}
+	}()
 	return nil
+}
+
+// failSync keeps the first error of a background sync for Finish.
+func (b *PartitionBuilder) failSync(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.syncErr == nil {
+		b.syncErr = err
+	}
 }
 
 // Abort drops the run.
@@ -243,8 +272,12 @@ func (w *RunWriter) Abort() {
 // a database, and releases the directory. Every run must be closed.
 func (b *PartitionBuilder) Finish() error {
 	defer b.stor.Close()
+	b.syncs.Wait()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.syncErr != nil {
+		return b.syncErr
+	}
 	fd := storage.FileDesc{Type: storage.TypeManifest, Num: 1}
 	f, err := b.stor.Create(fd)
 	if err != nil {
@@ -274,7 +307,10 @@ func (b *PartitionBuilder) Finish() error {
 }
 
 // Abort releases the directory without making a database of it.
-func (b *PartitionBuilder) Abort() { b.stor.Close() }
+func (b *PartitionBuilder) Abort() {
+	b.syncs.Wait()
+	b.stor.Close()
+}
 
 // versionEdit encodes the one LevelDB version edit that describes the
 // database: comparer, counters and every table at level 0 (runs overlap).
