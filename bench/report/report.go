@@ -96,18 +96,31 @@ func NewRow(metric, unit string, value float64, peer string, peerValue float64, 
 	if peer != "" && peerValue > 0 {
 		r.Ratio = value / peerValue
 	}
+	r.judge()
+	return r
+}
+
+// WithRatio returns r with its ratio replaced (say, by the median of
+// per-round ratios, steadier on a noisy machine than the ratio of
+// medians) and its verdict judged again.
+func (r Row) WithRatio(ratio float64) Row {
+	r.Ratio = ratio
+	r.judge()
+	return r
+}
+
+func (r *Row) judge() {
 	r.Meets = "n/a"
-	for _, t := range targets {
+	for _, t := range r.Targets {
 		if t.Skip != "" {
 			continue
 		}
-		if !t.Meets(r) {
+		if !t.Meets(*r) {
 			r.Meets = "no"
 			break
 		}
 		r.Meets = "yes"
 	}
-	return r
 }
 
 // Report is a whole run.

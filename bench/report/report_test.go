@@ -102,3 +102,14 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 		t.Error("temporary file left behind")
 	}
 }
+
+func TestWithRatioJudgesAgain(t *testing.T) {
+	r := NewRow("get", "req/s", 70, "trivial", 100, "", Target{Kind: RatioAtLeast, Limit: 0.8})
+	if r.Meets != "no" {
+		t.Fatalf("ratio of medians 0.7 meets %q", r.Meets)
+	}
+	r = r.WithRatio(0.85)
+	if r.Ratio != 0.85 || r.Meets != "yes" {
+		t.Fatalf("WithRatio(0.85): ratio %v meets %q", r.Ratio, r.Meets)
+	}
+}

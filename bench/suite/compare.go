@@ -23,6 +23,7 @@ type figures struct {
 	rate     float64 // closed loop, req/s
 	p50, p99 float64 // closed loop, ms
 	spread   float64 // of the closed-loop rates
+	ratio    float64 // median of the rounds' a/peer throughput ratios (a's figures only)
 	openRate float64 // offered open-loop rate, req/s
 	openGot  float64 // achieved open-loop rate, req/s
 	op50     float64 // open loop, ms
@@ -78,7 +79,9 @@ func (b *bench) compare(ctx context.Context, a, peer contender, path load.PathFu
 		}
 		return [2]contender{peer, a}
 	}
+	var ratios []float64
 	for r := 0; r < b.o.Rounds; r++ {
+		var ar, pr float64
 		for _, c := range order(r) {
 			res, err := run(c, 0, b.o.Round, 200*time.Millisecond, uint64(r))
 			if err != nil {
@@ -89,13 +92,18 @@ func (b *bench) compare(ctx context.Context, a, peer contender, path load.PathFu
 				zap.Int64("errors", res.Errors))
 			if c == a {
 				add(&ra, res)
+				ar = res.Rate()
 			} else {
 				add(&rp, res)
+				pr = res.Rate()
 			}
+		}
+		if pr > 0 {
+			ratios = append(ratios, ar/pr)
 		}
 	}
 	fa = figures{rate: stats.Median(ra.rates), p50: stats.Median(ra.p50s), p99: stats.Median(ra.p99s),
-		spread: stats.Spread(ra.rates), errors: ra.errors, firstErr: ra.firstErr}
+		spread: stats.Spread(ra.rates), errors: ra.errors, firstErr: ra.firstErr, ratio: stats.Median(ratios)}
 	fp = figures{rate: stats.Median(rp.rates), p50: stats.Median(rp.p50s), p99: stats.Median(rp.p99s),
 		spread: stats.Spread(rp.rates), errors: rp.errors, firstErr: rp.firstErr}
 	if fa.rate <= 0 {

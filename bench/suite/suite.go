@@ -38,7 +38,7 @@ type Options struct {
 	Codec string
 	// Conns is the load generator's concurrency; default 32.
 	Conns int
-	// Rounds per comparison; default 5 (quick: 3).
+	// Rounds per comparison; default 7 (quick: 3).
 	Rounds int
 	// Round is one closed-loop round's length; default 3s (quick: 1s).
 	Round time.Duration
@@ -76,7 +76,7 @@ func (o *Options) defaults() error {
 		o.Conns = 32
 	}
 	if o.Rounds <= 0 {
-		o.Rounds = 5
+		o.Rounds = 7
 		if o.Quick {
 			o.Rounds = 3
 		}
@@ -187,6 +187,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		b.bigSection(ctx)
 	}
 	b.rep.Duration = time.Since(start)
+	b.rep.Setup = append(b.rep.Setup, "load average at the end: "+loadAvg())
 	if err := ctx.Err(); err != nil {
 		return b.rep, fmt.Errorf("suite: %w", err)
 	}
@@ -250,12 +251,7 @@ func machine() string {
 			}
 		}
 	}
-	load := "?"
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) >= 3 {
-			load = strings.Join(f[:3], " ")
-		}
-	}
+	load := loadAvg()
 	return fmt.Sprintf("%d CPUs (%s), shared with other work (load average at start %s); %s %s/%s; load generator and servers on the same CPUs",
 		runtime.NumCPU(), model, load, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
@@ -280,4 +276,15 @@ func (b *bench) startStoraged(ctx context.Context, name, root, store string) (*p
 		return nil, 0, err
 	}
 	return p, took, nil
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages: how busy the shared
+// machine was.
+func loadAvg() string {
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			return strings.Join(f[:3], " ")
+		}
+	}
+	return "?"
 }

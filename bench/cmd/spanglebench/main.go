@@ -54,7 +54,7 @@ func bench(ctx context.Context, args []string) error {
 	uncompressed := fs.Bool("uncompressed", false, "write the dataset uncompressed (default block-compressed, with load also measured on an uncompressed copy)")
 	codec := fs.String("codec", "", "Hadoop codec class of the compressed dataset (default SnappyCodec)")
 	conns := fs.Int("conns", 32, "load generator connections")
-	rounds := fs.Int("rounds", 0, "rounds per comparison (default 5, quick 3)")
+	rounds := fs.Int("rounds", 0, "rounds per comparison (default 7, quick 3)")
 	round := fs.Duration("round", 0, "closed-loop round length (default 3s, quick 1s)")
 	bin := fs.String("bin", "bin", "directory holding the storaged and routerd binaries")
 	tmp := fs.String("tmp", "", "parent of the run's temporary dir (default the system's)")
