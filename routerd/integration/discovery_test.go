@@ -2,11 +2,17 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
+	"spangle/routerd/config"
+	"spangle/shared/hashring"
 	"spangle/shared/topo"
 	"spangle/shared/topo/statictopo"
+	"spangle/shared/topo/zktopo"
+	"spangle/shared/wire"
+	"spangle/shared/zktest"
 )
 
 // pollNodes is static discovery over the given storaged processes, as
@@ -29,4 +35,70 @@ func pollNodes(t testing.TB, nodes ...*storaged) topo.Watcher {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return w
+}
+
+// TestZooKeeperDiscovery runs routerd with --zk against a real ZooKeeper
+// in which two storaged nodes and their partitions are registered, and
+// checks that it routes by that registry and keeps doing so while
+// ZooKeeper is down.
+func TestZooKeeperDiscovery(t *testing.T) {
+	zks := zktest.Start(t)
+	root := source(t, "v1")
+	a, b := startStoraged(t, root), startStoraged(t, root)
+	// The registry a cluster would write, one session per node: a holds
+	// the even partitions, b the odd ones.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holder := map[int]string{}
+	for i, n := range []*storaged{a, b} {
+		reg, err := zktopo.Open(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: "rt", SessionTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reg.Close()
+		if err := reg.WaitConnected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.RegisterNode(ctx, topo.Node{ID: n.addr, Addr: n.addr}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.PublishVersion(ctx, testDB, "v1", topo.VersionInfo{NumPartitions: testParts}); err != nil {
+			t.Fatal(err)
+		}
+		for p := i; p < testParts; p += 2 {
+			holder[p] = n.addr
+			if err := reg.PublishPartition(ctx, testDB, "v1", p, n.addr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	cfg := config.Default()
+	cfg.ZK = []string{zks.Addr()}
+	cfg.Cluster = "rt"
+	cfg.ZKSessionTimeout = 5 * time.Second
+	cfg.CacheSize = 0
+	rd := startRouterd(t, cfg, nil, testDB)
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	check := func(when string) {
+		t.Helper()
+		for i := 0; i < 200; i += 7 {
+			key := keyName(i)
+			code, body, hdr, _ := get(t, client, rd.base+"/"+testDB+"/"+key)
+			if code != 200 || body != valueOf("v1", key) {
+				st := rd.r.Server().Status(testDB)
+				t.Fatalf("%s: GET %s = %d %q; status %+v", when, key, code, body, st)
+			}
+			p := hashring.Partition([]byte(key), testParts)
+			if got := hdr.Get(wire.HeaderProxiedTo); got != holder[p] {
+				t.Fatalf("%s: %s (partition %d) answered by %s, registered holder %s", when, key, p, got, holder[p])
+			}
+		}
+	}
+	check("with ZooKeeper up")
+	zks.Stop()
+	check("with ZooKeeper down")
+	zks.Restart()
+	check("after ZooKeeper came back")
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -10,6 +9,7 @@ import (
 	"spangle/routerd/config"
 	"spangle/shared/topo"
 	"spangle/shared/topo/statictopo"
+	"spangle/shared/topo/zktopo"
 )
 
 // openDiscovery returns the Watcher cfg asks for: ZooKeeper (zk/cluster)
@@ -18,7 +18,19 @@ import (
 func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
 	if cfg.UseZK() {
-		return nil, errors.New("server: ZooKeeper discovery is not built in yet")
+		w, err := zktopo.OpenWatcher(zktopo.Options{
+			Servers:        cfg.ZK,
+			Cluster:        cfg.Cluster,
+			Prefix:         cfg.ZKPrefix,
+			SessionTimeout: cfg.ZKSessionTimeout,
+			Logger:         log.Named("discovery"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		// Run closes the session when ctx ends.
+		goRun(ctx, "zk discovery", w.Run)
+		return w, nil
 	}
 	w, err := statictopo.New(statictopo.Options{
 		URLs:   cfg.Storaged,

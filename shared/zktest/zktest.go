@@ -126,7 +126,7 @@ func (s *Server) Restart() {
 // FourLetter sends a four-letter command (srvr, mntr, wchs, cons, ...)
 // and returns the answer.
 func (s *Server) FourLetter(cmd string) (string, error) {
-	return fourLetter(s.Addr(), cmd)
+	return fourLetter(s.Addr(), cmd, 5*time.Second)
 }
 
 func (s *Server) start() error {
@@ -169,7 +169,9 @@ func (s *Server) start() error {
 
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		out, err := fourLetter(s.Addr(), "srvr")
+		// A short deadline: a server still starting may answer without
+		// closing the socket.
+		out, err := fourLetter(s.Addr(), "srvr", 300*time.Millisecond)
 		if err == nil && strings.Contains(out, "Mode: standalone") {
 			s.mu.Lock()
 			s.started = time.Since(begin)
@@ -229,13 +231,13 @@ func (s *Server) printLog() {
 }
 
 // fourLetter sends cmd and reads the answer until the server closes.
-func fourLetter(addr, cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+func fourLetter(addr, cmd string, timeout time.Duration) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return "", fmt.Errorf("zktest: %w", err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(timeout))
 	if _, err := io.WriteString(c, cmd); err != nil {
 		return "", fmt.Errorf("zktest: %s: %w", cmd, err)
 	}

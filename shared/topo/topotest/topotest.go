@@ -14,7 +14,8 @@ import (
 // Backend is what the suite needs from a backend under test. All of its
 // functions are required.
 type Backend struct {
-	// NewConn opens a Conn with its own session. The suite closes it;
+	// NewConn opens a Conn with its own session, up by the time it
+	// returns. The suite closes it;
 	// the backend may close it again at cleanup.
 	NewConn func(t *testing.T) topo.Conn
 	// NewWatcher opens a read-only view; the backend closes it at
@@ -314,6 +315,7 @@ func testOutage(t *testing.T, b Backend) {
 	}
 	before := all(hasNode(n.Addr, n.ID), hasReplica("out", "v1", 0, n.Addr), hasReplica("out", "v1", 1, n.Addr))
 	WaitMap(t, w, "the published entries", before)
+	WaitMap(t, c, "the published entries in the Conn's own map", before)
 
 	b.Down(t)
 	// Calls fail promptly with ErrUnavailable (the first may still have
@@ -375,6 +377,7 @@ func testSessionLoss(t *testing.T, b Backend) {
 	}
 	there := all(hasNode(n.Addr, n.ID), hasReplica("exp", "v1", 1, n.Addr))
 	WaitMap(t, w, "the published entries", there)
+	WaitMap(t, c, "the published entries in the Conn's own map", there)
 
 	b.Cut(t, c)
 	WaitMap(t, w, "the expired session's entries gone", all(noNode(n.Addr), noReplica("exp", "v1", 1, n.Addr)))

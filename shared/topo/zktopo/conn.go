@@ -1,0 +1,317 @@
+package zktopo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+)
+
+// DefaultSessionTimeout is the session timeout unless Options say.
+const DefaultSessionTimeout = 10 * time.Second
+
+// Options configure a Conn or Watcher. Zero values are the documented
+// defaults.
+type Options struct {
+	// Servers lists the ZooKeeper servers as host:port; required.
+	Servers []string
+	// Cluster names the cluster, whose znodes live under
+	// /<Prefix>/<Cluster>/v1; required.
+	Cluster string
+	// Prefix defaults to topo.DefaultPrefix.
+	Prefix string
+	// SessionTimeout is how long ZooKeeper keeps the session, and so the
+	// ephemeral znodes, of a client it cannot hear; default
+	// DefaultSessionTimeout. The server may bound it.
+	SessionTimeout time.Duration
+	// Logger receives the backend's log and the ZooKeeper client's;
+	// default a no-op logger.
+	Logger *zap.Logger
+}
+
+// Conn is a ZooKeeper session that publishes a storaged's entries and
+// mirrors the cluster. It implements topo.Conn and is safe for concurrent
+// use.
+type Conn struct {
+	paths topo.Paths
+	log   *zap.Logger
+	zk    *zk.Conn
+	mir   *topo.Mirror
+	// events is the client's event channel, drained only at Close: the
+	// client closes it when its last goroutine is done.
+	events <-chan zk.Event
+
+	closed    chan struct{} // closed by Close
+	wg        sync.WaitGroup
+	watchKick chan struct{} // cap 1: the watch loop has work
+	syncKick  chan struct{} // cap 1: a session is up: publish again
+	sem       chan struct{} // cap 1: held by the write in flight
+	up        atomic.Bool   // a session was up at the last state event
+
+	evMu      sync.Mutex
+	dirty     map[string]bool // guarded by evMu; paths to list again
+	resyncAll bool            // guarded by evMu; list every known path again
+
+	mu       sync.Mutex
+	isClosed bool // guarded by mu
+	// What this Conn was asked to publish, all guarded by mu.
+	nodePath string
+	nodeData []byte
+	infos    map[string]topo.VersionInfo // by version path, as given to PublishVersion
+	pending  map[string]bool             // version paths whose creation waits for the service
+	parts    map[string]string           // replica path -> its version path
+	// published maps an ephemeral path to the session that created it.
+	published map[string]int64 // guarded by mu
+}
+
+var _ topo.Conn = (*Conn)(nil)
+
+// Open starts a session with opts.Servers in the background and returns
+// at once; until the session is up, calls return topo.ErrUnavailable and
+// the map is empty.
+func Open(opts Options) (*Conn, error) {
+	if len(opts.Servers) == 0 {
+		return nil, errors.New("zktopo: no ZooKeeper servers")
+	}
+	if !topo.ValidName(opts.Cluster) || (opts.Prefix != "" && !topo.ValidName(opts.Prefix)) {
+		return nil, fmt.Errorf("zktopo: %w: cluster %q and prefix %q must match [A-Za-z0-9][A-Za-z0-9_-]*",
+			topo.ErrBadName, opts.Cluster, opts.Prefix)
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	c := &Conn{
+		paths:     topo.Paths{Prefix: opts.Prefix, Cluster: opts.Cluster},
+		log:       opts.Logger,
+		mir:       topo.NewMirror(),
+		closed:    make(chan struct{}),
+		watchKick: make(chan struct{}, 1),
+		syncKick:  make(chan struct{}, 1),
+		sem:       make(chan struct{}, 1),
+		dirty:     map[string]bool{},
+		infos:     map[string]topo.VersionInfo{},
+		pending:   map[string]bool{},
+		parts:     map[string]string{},
+		published: map[string]int64{},
+	}
+	c.dirty[c.paths.Nodes()] = true
+	c.dirty[c.paths.Partitions()] = true
+	conn, events, err := zk.Connect(opts.Servers, opts.SessionTimeout,
+		zk.WithLogger(zkLogger{opts.Logger.Named("zk").Sugar()}),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(c.onEvent))
+	if err != nil {
+		return nil, fmt.Errorf("zktopo: connecting to %v: %w", opts.Servers, err)
+	}
+	c.zk, c.events = conn, events
+	c.wg.Add(2)
+	go c.watchLoop()
+	go c.syncLoop()
+	kick(c.watchKick)
+	return c, nil
+}
+
+// zkLogger sends the ZooKeeper client's log to zap.
+type zkLogger struct{ l *zap.SugaredLogger }
+
+func (z zkLogger) Printf(format string, args ...any) { z.l.Infof(format, args...) }
+
+// onEvent receives every event of the ZooKeeper client, in its own
+// goroutines: it must not block.
+func (c *Conn) onEvent(ev zk.Event) {
+	if ev.Type == zk.EventSession {
+		switch ev.State {
+		case zk.StateHasSession:
+			if !c.up.Swap(true) {
+				c.log.Info("zktopo: session up", zap.String("server", ev.Server))
+			}
+			c.evMu.Lock()
+			c.resyncAll = true
+			c.evMu.Unlock()
+			kick(c.watchKick)
+			kick(c.syncKick)
+		case zk.StateExpired:
+			c.log.Warn("zktopo: session expired; a new one will publish everything again")
+		case zk.StateDisconnected:
+			if c.up.Swap(false) {
+				c.log.Warn("zktopo: disconnected; the last map stays in force", zap.String("server", ev.Server))
+			}
+		}
+		return
+	}
+	if ev.Path != "" {
+		c.evMu.Lock()
+		c.dirty[ev.Path] = true
+		c.evMu.Unlock()
+		kick(c.watchKick)
+	}
+}
+
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Map returns the latest map, from memory.
+func (c *Conn) Map() *topo.Map { return c.mir.Map() }
+
+// Wait blocks until the map's revision is greater than after, ctx ends
+// or the Conn is closed (topo.ErrClosed).
+func (c *Conn) Wait(ctx context.Context, after uint64) (*topo.Map, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(closedContext{c.closed}, func() { cancel(topo.ErrClosed) })
+	defer stop()
+	m, err := c.mir.Wait(ctx, after)
+	if err != nil {
+		if context.Cause(ctx) == topo.ErrClosed {
+			return nil, fmt.Errorf("zktopo: %w", topo.ErrClosed)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// closedContext is a context done when a channel closes, for AfterFunc.
+type closedContext struct{ done chan struct{} }
+
+func (closedContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c closedContext) Done() <-chan struct{}     { return c.done }
+func (c closedContext) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+func (closedContext) Value(any) any { return nil }
+
+// Connected reports whether a session is up now.
+func (c *Conn) Connected() bool {
+	select {
+	case <-c.closed:
+		return false
+	default:
+	}
+	return c.zk.State() == zk.StateHasSession
+}
+
+// WaitConnected blocks until a session is up, ctx ends (its error) or
+// the Conn is closed (topo.ErrClosed). Nothing needs it, since calls made
+// without a session are remembered, but a daemon may want to say at
+// start that it cannot reach ZooKeeper.
+func (c *Conn) WaitConnected(ctx context.Context) error {
+	tk := time.NewTicker(10 * time.Millisecond)
+	defer tk.Stop()
+	for !c.Connected() {
+		select {
+		case <-c.closed:
+			return fmt.Errorf("zktopo: %w", topo.ErrClosed)
+		case <-ctx.Done():
+			return fmt.Errorf("zktopo: waiting for a session: %w", ctx.Err())
+		case <-tk.C:
+		}
+	}
+	return nil
+}
+
+// Close ends the session, so ZooKeeper removes this Conn's ephemeral
+// znodes at once, and stops the background work.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.isClosed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.isClosed = true
+	c.mu.Unlock()
+	close(c.closed)
+	c.zk.Close()
+	// Wait for the client's goroutines, so that none logs after Close.
+	for range c.events {
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// Watcher is the read-only view of the cluster a router holds: a session
+// that publishes nothing. It implements topo.Watcher.
+type Watcher struct {
+	c *Conn
+}
+
+var _ topo.Watcher = (*Watcher)(nil)
+
+// OpenWatcher starts a read-only session, as Open does.
+func OpenWatcher(opts Options) (*Watcher, error) {
+	c, err := Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{c: c}, nil
+}
+
+// Map returns the latest map, from memory.
+func (w *Watcher) Map() *topo.Map { return w.c.Map() }
+
+// Wait is Conn.Wait.
+func (w *Watcher) Wait(ctx context.Context, after uint64) (*topo.Map, error) {
+	return w.c.Wait(ctx, after)
+}
+
+// Connected reports whether a session is up now.
+func (w *Watcher) Connected() bool { return w.c.Connected() }
+
+// WaitConnected is Conn.WaitConnected.
+func (w *Watcher) WaitConnected(ctx context.Context) error { return w.c.WaitConnected(ctx) }
+
+// Run returns nil once ctx ends, after closing the session: it lets the
+// Watcher's life follow a context.
+func (w *Watcher) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return w.c.Close()
+}
+
+// Close ends the session.
+func (w *Watcher) Close() error { return w.c.Close() }
+
+// mapErr turns a ZooKeeper client error into the topo sentinels.
+func (c *Conn) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("zktopo: %w", err)
+	case errors.Is(err, zk.ErrClosing):
+		select {
+		case <-c.closed:
+			return fmt.Errorf("zktopo: %w", topo.ErrClosed)
+		default:
+			return fmt.Errorf("zktopo: %w: %v", topo.ErrUnavailable, err)
+		}
+	case isConnErr(err):
+		return fmt.Errorf("zktopo: %w: %v", topo.ErrUnavailable, err)
+	}
+	return fmt.Errorf("zktopo: %w", err)
+}
+
+// isConnErr reports whether err says the session or connection is away
+// rather than something about the request.
+func isConnErr(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) ||
+		errors.Is(err, zk.ErrClosing)
+}

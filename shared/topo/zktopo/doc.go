@@ -1,0 +1,20 @@
+// Package zktopo is the ZooKeeper topo backend (github.com/go-zookeeper/zk)
+// with the znode layout of DESIGN.md: ephemeral nodes/<shard_id>@<addr>,
+// persistent partitions/<db>/<version> holding the JSON VersionInfo, and
+// ephemeral partitions/<db>/<version>/<partition>@<addr>.
+//
+// As in the sequins design it does only two kinds of operation: it
+// publishes ephemeral znodes (creating persistent parents as needed), and
+// it lists and watches children into a local cache that it publishes as a
+// topo.Map. Map never touches the network. Everything a Conn publishes is
+// remembered and published again after a reconnect or a session expiry,
+// by the backend itself; while ZooKeeper is away, the last map stays in
+// force and calls return topo.ErrUnavailable at once.
+//
+// Watches held by one session: one on nodes/, one on partitions/, one per
+// db and one per version (children watches; a data watch only on a
+// version whose info is not written yet). Nothing is watched per
+// partition or per replica, so 10 dbs of 64 partitions with one version
+// each cost 22 watches (32 while each db keeps two versions), and a node
+// owns one ephemeral znode for itself plus one per partition it serves.
+package zktopo

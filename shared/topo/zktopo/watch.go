@@ -1,0 +1,303 @@
+package zktopo
+
+import (
+	"encoding/json"
+	"errors"
+	"path"
+	"reflect"
+	"sort"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+)
+
+// retryPeriod is how soon a listing that failed is tried again while a
+// session is up (one that failed for want of a session waits for it).
+const retryPeriod = time.Second
+
+// cache is what the watch loop has listed. Only the watch loop uses it.
+type cache struct {
+	nodes map[string]topo.Node                // by entry name under nodes/
+	dbs   map[string]map[string]*versionCache // db -> version
+	// listed is set once both roots have been listed, so that the first
+	// map published says something.
+	listedNodes, listedDBs bool
+}
+
+type versionCache struct {
+	info     topo.VersionInfo // zero until the znode holds it
+	replicas []string         // entry names <partition>@<addr>
+}
+
+// watchLoop lists what changed, re-arming the watches, and publishes the
+// map when it differs. It is the only user of the cache.
+func (c *Conn) watchLoop() {
+	defer c.wg.Done()
+	ca := &cache{nodes: map[string]topo.Node{}, dbs: map[string]map[string]*versionCache{}}
+	retry := time.NewTimer(retryPeriod)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-c.watchKick:
+		case <-retry.C:
+		}
+		queue := c.takeDirty(ca)
+		failed := false
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			more, err := c.list(ca, p)
+			if err != nil {
+				c.markDirty(p)
+				failed = true
+				if !isConnErr(err) && !errors.Is(err, errNoRoot) {
+					c.log.Warn("zktopo: listing", zap.String("path", p), zap.Error(err))
+				}
+				continue
+			}
+			queue = append(queue, more...)
+		}
+		c.publishMap(ca)
+		if failed && c.Connected() {
+			retry.Reset(retryPeriod)
+		}
+	}
+}
+
+// takeDirty returns the paths to list, every known one after a new
+// session, and clears the set.
+func (c *Conn) takeDirty(ca *cache) []string {
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	if c.resyncAll {
+		c.resyncAll = false
+		c.dirty[c.paths.Nodes()] = true
+		c.dirty[c.paths.Partitions()] = true
+		for db, vs := range ca.dbs {
+			c.dirty[c.paths.DB(db)] = true
+			for v := range vs {
+				c.dirty[c.paths.Version(db, v)] = true
+			}
+		}
+	}
+	queue := make([]string, 0, len(c.dirty))
+	for p := range c.dirty {
+		queue = append(queue, p)
+	}
+	clear(c.dirty)
+	sort.Strings(queue) // parents before children
+	return queue
+}
+
+func (c *Conn) markDirty(p string) {
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	c.dirty[p] = true
+}
+
+// list lists one watched path into the cache, watching it again, and
+// returns the paths that became known under it.
+func (c *Conn) list(ca *cache, p string) ([]string, error) {
+	parts := c.paths.Partitions()
+	switch {
+	case p == c.paths.Nodes():
+		return c.listNodes(ca, p)
+	case p == parts:
+		return c.listDBs(ca, p)
+	case path.Dir(p) == parts:
+		return c.listDB(ca, path.Base(p), p)
+	case path.Dir(path.Dir(p)) == parts:
+		return nil, c.listVersion(ca, path.Base(path.Dir(p)), path.Base(p), p)
+	}
+	return nil, nil // an event of a path this loop does not follow
+}
+
+// errNoRoot says a root (nodes/ or partitions/) does not exist yet. It
+// is listed again every retryPeriod rather than watched for creation:
+// an exists-watch set just after the root appears would stay for good.
+var errNoRoot = errors.New("zktopo: root not created yet")
+
+// childrenW lists p's children and watches them. A missing p yields no
+// children and exists false.
+func (c *Conn) childrenW(p string) (children []string, exists bool, err error) {
+	children, _, _, err = c.zk.ChildrenW(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return children, true, nil
+}
+
+func (c *Conn) listNodes(ca *cache, p string) ([]string, error) {
+	children, exists, err := c.childrenW(p)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		ca.nodes, ca.listedNodes = map[string]topo.Node{}, true
+		return nil, errNoRoot
+	}
+	next := make(map[string]topo.Node, len(children))
+	for _, name := range children {
+		if n, ok := ca.nodes[name]; ok {
+			next[name] = n
+			continue
+		}
+		shard, addr, err := topo.ParseNodeName(name)
+		if err != nil {
+			continue
+		}
+		// The entry's data never changes (a new registration is a new
+		// znode), so it is read once and not watched.
+		data, _, err := c.zk.Get(p + "/" + name)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var n topo.Node
+		_ = json.Unmarshal(data, &n) // the name alone is enough to route
+		n.ShardID, n.Addr = shard, addr
+		next[name] = n
+	}
+	ca.nodes = next
+	ca.listedNodes = true
+	return nil, nil
+}
+
+func (c *Conn) listDBs(ca *cache, p string) ([]string, error) {
+	children, exists, err := c.childrenW(p)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		clear(ca.dbs)
+		ca.listedDBs = true
+		return nil, errNoRoot
+	}
+	var more []string
+	seen := map[string]bool{}
+	for _, db := range children {
+		if !topo.ValidName(db) {
+			continue
+		}
+		seen[db] = true
+		if _, ok := ca.dbs[db]; !ok {
+			ca.dbs[db] = map[string]*versionCache{}
+			more = append(more, c.paths.DB(db))
+		}
+	}
+	for db := range ca.dbs {
+		if !seen[db] {
+			delete(ca.dbs, db)
+		}
+	}
+	ca.listedDBs = true
+	return more, nil
+}
+
+func (c *Conn) listDB(ca *cache, db, p string) ([]string, error) {
+	vs, ok := ca.dbs[db]
+	if !ok {
+		return nil, nil // gone, or not listed under partitions/ yet
+	}
+	children, exists, err := c.childrenW(p)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		delete(ca.dbs, db)
+		return nil, nil
+	}
+	var more []string
+	seen := map[string]bool{}
+	for _, v := range children {
+		if !topo.ValidName(v) {
+			continue
+		}
+		seen[v] = true
+		if _, ok := vs[v]; !ok {
+			vs[v] = &versionCache{}
+			more = append(more, c.paths.Version(db, v))
+		}
+	}
+	for v := range vs {
+		if !seen[v] {
+			delete(vs, v)
+		}
+	}
+	return more, nil
+}
+
+func (c *Conn) listVersion(ca *cache, db, version, p string) error {
+	vc, ok := ca.dbs[db][version]
+	if !ok {
+		return nil
+	}
+	if vc.info.NumPartitions < 1 {
+		// Read once; watched only while it holds no info, since the info
+		// never changes once written.
+		data, _, err := c.zk.Get(p)
+		if err == nil {
+			if info, ok := parseInfo(data); ok {
+				vc.info = info
+			} else {
+				data, _, _, err = c.zk.GetW(p)
+				vc.info, _ = parseInfo(data)
+			}
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			delete(ca.dbs[db], version)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	children, exists, err := c.childrenW(p)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		delete(ca.dbs[db], version)
+		return nil
+	}
+	vc.replicas = children
+	return nil
+}
+
+// publishMap publishes the cache as a map if it says something new.
+func (c *Conn) publishMap(ca *cache) {
+	var b topo.Builder
+	for _, n := range ca.nodes {
+		b.AddNode(n)
+	}
+	for db, vs := range ca.dbs {
+		for v, vc := range vs {
+			b.AddVersion(db, v, vc.info)
+			for _, name := range vc.replicas {
+				if p, addr, err := topo.ParseReplicaName(name); err == nil {
+					b.AddReplica(db, v, p, addr)
+				}
+			}
+		}
+	}
+	next := b.Build(0)
+	cur := c.mir.Map()
+	if cur.Revision == 0 && !(ca.listedNodes && ca.listedDBs) {
+		return
+	}
+	if cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) {
+		return
+	}
+	c.mir.Publish(next)
+}

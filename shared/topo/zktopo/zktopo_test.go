@@ -1,0 +1,218 @@
+package zktopo_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"spangle/shared/topo"
+	"spangle/shared/topo/topotest"
+	"spangle/shared/topo/zktopo"
+	"spangle/shared/zktest"
+)
+
+// sessionTimeout is short so that a cut client's session expires soon,
+// yet long enough for a loaded machine to keep healthy sessions alive.
+const sessionTimeout = 2 * time.Second
+
+var nonName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// cluster gives each test its own cluster, so tests sharing a server do
+// not see each other's entries.
+func cluster(t testing.TB) string { return nonName.ReplaceAllString(t.Name(), "-") }
+
+func open(t testing.TB, servers ...string) *zktopo.Conn {
+	c, err := zktopo.Open(zktopo.Options{
+		Servers: servers, Cluster: cluster(t), SessionTimeout: sessionTimeout, Logger: zaptest.NewLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), topotest.Timeout)
+	defer cancel()
+	if err := c.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSuite(t *testing.T) {
+	srv := zktest.Start(t)
+	var mu sync.Mutex
+	proxies := map[topo.Conn]*zktest.Proxy{}
+	proxy := func(c topo.Conn) *zktest.Proxy {
+		mu.Lock()
+		defer mu.Unlock()
+		return proxies[c]
+	}
+	topotest.Run(t, topotest.Backend{
+		NewConn: func(t *testing.T) topo.Conn {
+			// Each Conn goes through its own proxy, so that it alone can
+			// be cut off.
+			p := srv.Proxy(t)
+			c := open(t, p.Addr())
+			mu.Lock()
+			proxies[c] = p
+			mu.Unlock()
+			return c
+		},
+		NewWatcher: func(t *testing.T) topo.Watcher {
+			w, err := zktopo.OpenWatcher(zktopo.Options{
+				Servers: []string{srv.Addr()}, Cluster: cluster(t), SessionTimeout: sessionTimeout, Logger: zaptest.NewLogger(t),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { w.Close() })
+			return w
+		},
+		Down: func(*testing.T) { srv.Stop() },
+		Up:   func(*testing.T) { srv.Restart() },
+		Cut:  func(_ *testing.T, c topo.Conn) { proxy(c).Cut() },
+		Heal: func(_ *testing.T, c topo.Conn) { proxy(c).Heal() },
+	})
+}
+
+// TestFootprint counts, on a server of its own, the watches and znodes
+// one storaged costs with 10 dbs of 64 partitions: the figure DESIGN.md
+// asks for.
+func TestFootprint(t *testing.T) {
+	srv := zktest.Start(t)
+	c := open(t, srv.Addr())
+	ctx := context.Background()
+	const dbs, parts = 10, 64
+	if err := c.RegisterNode(ctx, topo.Node{ID: "n", Addr: "127.0.0.1:9000"}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(version string) {
+		start := time.Now()
+		defer func() { t.Logf("published %s of %d dbs x %d partitions in %v", version, dbs, parts, time.Since(start)) }()
+		for d := 0; d < dbs; d++ {
+			db := "db" + strconv.Itoa(d)
+			if _, err := c.PublishVersion(ctx, db, version, topo.VersionInfo{NumPartitions: parts}); err != nil {
+				t.Fatal(err)
+			}
+			for p := 0; p < parts; p++ {
+				if err := c.PublishPartition(ctx, db, version, p, "127.0.0.1:9000"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		topotest.WaitMap(t, c, "every version complete", func(m *topo.Map) bool {
+			for d := 0; d < dbs; d++ {
+				if !m.Version("db"+strconv.Itoa(d), version).Complete(1) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	count := func(cmd, key string) int {
+		out, err := srv.FourLetter(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(line, key); ok {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					t.Fatalf("%s: %q", cmd, line)
+				}
+				return n
+			}
+		}
+		t.Fatalf("%s has no %q:\n%s", cmd, key, out)
+		return 0
+	}
+	for i, version := range []string{"v1", "v2"} {
+		publish(version)
+		versions := i + 1
+		wantWatches := 2 + dbs + dbs*versions
+		// Watches are set after the events; give the watch loop a moment.
+		deadline := time.Now().Add(10 * time.Second)
+		for count("mntr", "zk_watch_count") != wantWatches && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		watches := count("mntr", "zk_watch_count")
+		eph := count("mntr", "zk_ephemerals_count")
+		znodes := count("mntr", "zk_znode_count")
+		t.Logf("%d dbs x %d partitions x %d versions, one node holding all: %d watches, %d ephemeral znodes, %d znodes on the server",
+			dbs, parts, versions, watches, eph, znodes)
+		if out, err := srv.FourLetter("wchc"); err == nil {
+			t.Logf("data watches:\n%s", out)
+		}
+		if watches != wantWatches {
+			t.Errorf("watches = %d, want %d (nodes/, partitions/, one per db, one per version)", watches, wantWatches)
+		}
+		if want := 1 + dbs*parts*versions; eph != want {
+			t.Errorf("ephemeral znodes = %d, want %d", eph, want)
+		}
+	}
+}
+
+// A storaged restarted within its session timeout finds its entries
+// still owned by the old session; it must take them over, or they would
+// vanish when the old session expires.
+func TestRestartTakesOverEntries(t *testing.T) {
+	srv := zktest.Start(t)
+	p := srv.Proxy(t)
+	ctx := context.Background()
+	const addr = "127.0.0.1:9100"
+	old := open(t, p.Addr())
+	if err := old.RegisterNode(ctx, topo.Node{ID: "old", Addr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.PublishVersion(ctx, "db", "v1", topo.VersionInfo{NumPartitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.PublishPartition(ctx, "db", "v1", 0, addr); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut() // the old process is gone; its session lives on for a while
+
+	fresh := open(t, srv.Addr())
+	if err := fresh.RegisterNode(ctx, topo.Node{ID: "new", Addr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.PublishPartition(ctx, "db", "v1", 0, addr); err != nil {
+		t.Fatal(err)
+	}
+	w := open(t, srv.Addr())
+	topotest.WaitMap(t, w, "the new registration", func(m *topo.Map) bool { return m.Nodes[addr].ID == "new" })
+	// Once the old session has surely expired, the entries are still
+	// there.
+	time.Sleep(3 * sessionTimeout)
+	out, err := srv.FourLetter("cons")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := w.Map()
+	if m.Nodes[addr].ID != "new" || len(m.Replicas("db", "v1", 0)) != 1 {
+		t.Fatalf("after the old session expired: %+v %v\nconnections:\n%s", m.Nodes, m.Version("db", "v1"), out)
+	}
+}
+
+// Close returns promptly even while the server is down.
+func TestCloseDuringOutage(t *testing.T) {
+	srv := zktest.Start(t)
+	c := open(t, srv.Addr())
+	if err := c.RegisterNode(context.Background(), topo.Node{Addr: "127.0.0.1:9200"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("Close took %v", took)
+	}
+	t.Logf("Close during an outage took %v", time.Since(start))
+}
