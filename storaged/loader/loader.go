@@ -123,14 +123,24 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	if err := st.spill(true); err != nil {
 		return Result{}, err
 	}
+	// Finish every partition at once: each waits for its tables' fsyncs
+	// and then writes and syncs its MANIFEST, so the syncs overlap.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
 	for p, b := range st.builders {
 		if b == nil {
 			continue
 		}
 		st.builders[p] = nil
-		if err := b.Finish(); err != nil {
-			return Result{}, fmt.Errorf("loader: %w", err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[p] = b.Finish()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Result{}, fmt.Errorf("loader: %w", err)
 	}
 	return Result{Records: st.records.Load(), FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}, nil
 }
