@@ -1,15 +1,25 @@
 package daemon
 
 import (
-	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
 	"spangle/shared/topo"
+	"spangle/shared/topo/zktopo"
 	"spangle/storaged/config"
 )
 
-// dialZK connects to ZooKeeper as cfg.ZK says.
+// dialZK starts a ZooKeeper session as cfg.ZK and cfg.Sharding say. It
+// returns at once: the session comes up in the background, and until it
+// does the cluster controller waits and nothing new is adopted.
 func dialZK(cfg config.Config, log *zap.Logger) (topo.Conn, error) {
-	return nil, errors.New("daemon: ZooKeeper backend not wired yet")
+	conn, err := zktopo.Open(zktopo.Options{
+		Servers: cfg.ZK.Servers, Cluster: cfg.Sharding.ClusterName, Prefix: cfg.ZK.Prefix,
+		SessionTimeout: cfg.ZK.SessionTimeout, Logger: log.Named("zk"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	return conn, nil
 }
