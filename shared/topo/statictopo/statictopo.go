@@ -174,7 +174,8 @@ func (w *Watcher) Poll(ctx context.Context) {
 }
 
 // add records what one node says it serves: every version not in ERROR
-// whose partition count is known, with the partitions it has loaded.
+// whose partition count is known and of which it has loaded partitions,
+// with those partitions.
 func add(b *topo.Builder, addr string, st *wire.NodeStatus) {
 	b.AddNode(topo.Node{ID: st.Node.ID, ShardID: addr, Addr: addr, Started: st.Node.Started.UTC()})
 	for db, ds := range st.DBs {
@@ -182,7 +183,7 @@ func add(b *topo.Builder, addr string, st *wire.NodeStatus) {
 			continue
 		}
 		for v, vs := range ds.Versions {
-			if vs.State == wire.StateError || vs.NumPartitions <= 0 || !topo.ValidName(v) {
+			if vs.State == wire.StateError || vs.NumPartitions <= 0 || len(vs.Partitions) == 0 || !topo.ValidName(v) {
 				continue
 			}
 			b.AddVersion(db, v, topo.VersionInfo{NumPartitions: vs.NumPartitions, Created: vs.Created.UTC()})

@@ -46,6 +46,7 @@ func TestPollBuildsMapAndDropsSilentNodes(t *testing.T) {
 		"v2":     {State: wire.StateBuilding, NumPartitions: 2, Partitions: []int{1}, Created: created},
 		"broken": {State: wire.StateError, Reason: "corrupt", NumPartitions: 2, Partitions: []int{0}},
 		"empty":  {State: wire.StateBuilding},
+		"none":   {State: wire.StateBuilding, NumPartitions: 2},
 	}))
 	st2.Store(status("n2", map[string]wire.VersionStatus{
 		"v1": {State: wire.StateActive, NumPartitions: 2, Partitions: []int{1, 7}, Created: created},
@@ -66,7 +67,7 @@ func TestPollBuildsMapAndDropsSilentNodes(t *testing.T) {
 		t.Fatalf("nodes = %+v", m.Nodes)
 	}
 	if got := m.VersionNames("names"); !slices.Equal(got, []string{"v1", "v2"}) {
-		t.Fatalf("versions = %v, want v1 v2 (no ERROR, no unknown count)", got)
+		t.Fatalf("versions = %v, want v1 v2 (no ERROR, no unknown count, none without partitions)", got)
 	}
 	v1 := m.Version("names", "v1")
 	if !v1.Created.Equal(created) || !slices.Equal(v1.Replicas[0], []string{a1}) ||

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,8 @@ type Options struct {
 	// Cluster names the cluster, whose znodes live under
 	// /<Prefix>/<Cluster>/v1; required.
 	Cluster string
-	// Prefix defaults to topo.DefaultPrefix.
+	// Prefix defaults to topo.DefaultPrefix. It may have several
+	// elements ("a/b"); leading and trailing slashes are ignored.
 	Prefix string
 	// SessionTimeout is how long ZooKeeper keeps the session, and so the
 	// ephemeral znodes, of a client it cannot hear; default
@@ -80,8 +82,9 @@ func Open(opts Options) (*Conn, error) {
 	if len(opts.Servers) == 0 {
 		return nil, errors.New("zktopo: no ZooKeeper servers")
 	}
-	if !topo.ValidName(opts.Cluster) || (opts.Prefix != "" && !topo.ValidName(opts.Prefix)) {
-		return nil, fmt.Errorf("zktopo: %w: cluster %q and prefix %q must match [A-Za-z0-9][A-Za-z0-9_-]*",
+	opts.Prefix = strings.Trim(opts.Prefix, "/")
+	if !topo.ValidName(opts.Cluster) || !validPrefix(opts.Prefix) {
+		return nil, fmt.Errorf("zktopo: %w: cluster %q and each element of prefix %q must match [A-Za-z0-9][A-Za-z0-9_-]*",
 			topo.ErrBadName, opts.Cluster, opts.Prefix)
 	}
 	if opts.SessionTimeout <= 0 {
@@ -109,6 +112,7 @@ func Open(opts Options) (*Conn, error) {
 	conn, events, err := zk.Connect(opts.Servers, opts.SessionTimeout,
 		zk.WithLogger(zkLogger{opts.Logger.Named("zk").Sugar()}),
 		zk.WithLogInfo(false),
+		zk.WithHostProvider(&hosts{}),
 		zk.WithEventCallback(c.onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("zktopo: connecting to %v: %w", opts.Servers, err)
@@ -119,6 +123,20 @@ func Open(opts Options) (*Conn, error) {
 	go c.syncLoop()
 	kick(c.watchKick)
 	return c, nil
+}
+
+// validPrefix accepts "" (the default) and names joined by '/', so that
+// both "spangle" and sequins-style "/services/spangle" work.
+func validPrefix(p string) bool {
+	if p == "" {
+		return true
+	}
+	for _, e := range strings.Split(p, "/") {
+		if !topo.ValidName(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // zkLogger sends the ZooKeeper client's log to zap.

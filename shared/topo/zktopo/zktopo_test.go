@@ -2,6 +2,7 @@ package zktopo_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -215,4 +216,58 @@ func TestCloseDuringOutage(t *testing.T) {
 		t.Fatalf("Close took %v", took)
 	}
 	t.Logf("Close during an outage took %v", time.Since(start))
+}
+
+// A server name that does not resolve yet is an outage like any other:
+// Open succeeds and calls say ErrUnavailable at once.
+func TestUnresolvableServerIsAnOutage(t *testing.T) {
+	c := open0(t, zktopo.Options{Servers: []string{"zk-not-there-yet.invalid:2181"}, Cluster: "c"})
+	start := time.Now()
+	err := c.RegisterNode(context.Background(), topo.Node{Addr: "127.0.0.1:1"})
+	if !errors.Is(err, topo.ErrUnavailable) || time.Since(start) > 5*time.Second {
+		t.Fatalf("RegisterNode = %v after %v, want ErrUnavailable at once", err, time.Since(start))
+	}
+	if c.Connected() || c.Map() == nil {
+		t.Fatalf("Connected %v, map %v", c.Connected(), c.Map())
+	}
+}
+
+// A sequins-style prefix with slashes works; bad names are refused.
+func TestPrefixes(t *testing.T) {
+	srv := zktest.Start(t)
+	opts := zktopo.Options{Servers: []string{srv.Addr()}, Cluster: "c", Prefix: "/services/spangle/"}
+	c := open0(t, opts)
+	w := open0(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), topotest.Timeout)
+	defer cancel()
+	if err := c.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterNode(ctx, topo.Node{Addr: "127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	topotest.WaitMap(t, w, "the node", func(m *topo.Map) bool { return len(m.Nodes) == 1 })
+	for _, bad := range []zktopo.Options{
+		{Servers: []string{srv.Addr()}, Cluster: "a/b"},
+		{Servers: []string{srv.Addr()}, Cluster: "c", Prefix: "x//y"},
+		{Servers: []string{srv.Addr()}, Cluster: ""},
+	} {
+		if _, err := zktopo.Open(bad); !errors.Is(err, topo.ErrBadName) {
+			t.Errorf("Open(%+v) = %v, want ErrBadName", bad, err)
+		}
+	}
+	if _, err := zktopo.Open(zktopo.Options{Cluster: "c"}); err == nil {
+		t.Error("Open without servers succeeded")
+	}
+}
+
+func open0(t *testing.T, opts zktopo.Options) *zktopo.Conn {
+	opts.Logger = zaptest.NewLogger(t)
+	opts.SessionTimeout = sessionTimeout
+	c, err := zktopo.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
