@@ -43,7 +43,9 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		err    error
 	)
 	if m.opts.Hooks.Held != nil {
+		m.setReason(vs, reasonWaitingForCluster)
 		held, err = m.opts.Hooks.Held(ctx, db, vs.name, n)
+		m.setReason(vs, "")
 		if err != nil && ctx.Err() == nil {
 			err = fmt.Errorf("versions: deciding the partitions of %s/%s: %w", db, vs.name, err)
 		}
@@ -113,6 +115,19 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.activateLocked(db, d, vs)
 	}
 	m.mu.Unlock()
+}
+
+// reasonWaitingForCluster is /healthz's reason of a BUILDING version
+// whose partitions the cluster has not decided yet (Hooks.Held blocks).
+const reasonWaitingForCluster = "waiting for the cluster to decide this node's partitions"
+
+// setReason sets the reason a building version shows.
+func (m *Manager) setReason(vs *vstate, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if vs.phase == building {
+		vs.reason = reason
+	}
 }
 
 // build returns the opened version, reusing a complete local copy that

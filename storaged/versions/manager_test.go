@@ -304,3 +304,43 @@ func TestClusterHooks(t *testing.T) {
 	h.m.Activate("db", "v2")
 	waitFor(t, "v1 removed", func() bool { mu.Lock(); defer mu.Unlock(); return len(removed) == 1 && removed[0] == "v1" })
 }
+
+func TestHeldHookWaitsAndFails(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	release := make(chan struct{})
+	h := start(t, root, t.TempDir(), func(o *Options) {
+		o.Hooks = Hooks{Held: func(ctx context.Context, db, version string, n int) ([]int, error) {
+			if version == "v2" {
+				return nil, errors.New("partition count differs")
+			}
+			select {
+			case <-release:
+				return []int{0, 1, 2}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}}
+	})
+	waitFor(t, "v1 waiting for the cluster", func() bool {
+		return h.m.Health()["db"]["v1"].Reason == reasonWaitingForCluster
+	})
+	if st := h.state("db", "v1"); st != wire.StateBuilding {
+		t.Fatalf("v1 is %s while Held blocks", st)
+	}
+	close(release)
+	h.waitState("db", "v1", wire.StateActive)
+	if r := h.m.Health()["db"]["v1"].Reason; r != "" {
+		t.Fatalf("active v1 still shows reason %q", r)
+	}
+	// A failing Held fails the version; the previous one keeps serving.
+	writeV(t, root, "db", "v2")
+	h.m.Refresh()
+	h.waitState("db", "v2", wire.StateError)
+	if r := h.m.Health()["db"]["v2"].Reason; !strings.Contains(r, "partition count differs") {
+		t.Fatalf("v2's reason %q", r)
+	}
+	if h.m.CurrentVersion("db") != "v1" {
+		t.Fatalf("current version %q after v2 failed", h.m.CurrentVersion("db"))
+	}
+}
