@@ -52,6 +52,13 @@ func (c *Conn) watchLoop() {
 		for len(queue) > 0 {
 			p := queue[0]
 			queue = queue[1:]
+			if !c.Connected() {
+				// Requests would only wait for a session: keep the rest
+				// for when one is up (its event kicks this loop).
+				c.markDirty(p)
+				failed = true
+				continue
+			}
 			more, err := c.list(ca, p)
 			if err != nil {
 				c.markDirty(p)

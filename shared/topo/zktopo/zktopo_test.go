@@ -75,7 +75,11 @@ func TestSuite(t *testing.T) {
 			return w
 		},
 		Down: func(*testing.T) { srv.Stop() },
-		Up:   func(*testing.T) { srv.Restart() },
+		Up: func(*testing.T) {
+			// An outage longer than the session timeout.
+			time.Sleep(2 * sessionTimeout)
+			srv.Restart()
+		},
 		Cut:  func(_ *testing.T, c topo.Conn) { proxy(c).Cut() },
 		Heal: func(_ *testing.T, c topo.Conn) { proxy(c).Heal() },
 	})
