@@ -41,7 +41,6 @@ func statusOf(t *testing.T, addr string) wire.NodeStatus {
 func TestClusterModeInProcess(t *testing.T) {
 	root := t.TempDir()
 	recs := testutil.Records(600, "v1")
-	testutil.WriteVersion(t, root, "db", "v1", 6, testutil.Sharded, seqfile.WriterOptions{}, recs)
 	srv := memtopo.NewServer()
 	var ds []*Daemon
 	var shards []string
@@ -59,6 +58,15 @@ func TestClusterModeInProcess(t *testing.T) {
 		t.Cleanup(func() { cancel(); d.Wait() })
 		ds = append(ds, d)
 		shards = append(shards, d.Addr)
+	}
+	// The version appears once all three are registered, so that none
+	// decides with fewer peers on a slow machine.
+	watch := srv.Watcher()
+	defer watch.Close()
+	waitFor(t, "three registered nodes", func() bool { return len(watch.Map().Nodes) == 3 })
+	testutil.WriteVersion(t, root, "db", "v1", 6, testutil.Sharded, seqfile.WriterOptions{}, recs)
+	for _, d := range ds {
+		d.Refresh()
 	}
 	for _, d := range ds {
 		waitFor(t, d.Addr+" active", func() bool { return d.Versions.CurrentVersion("db") == "v1" })

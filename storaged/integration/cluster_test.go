@@ -11,16 +11,30 @@ import (
 	"spangle/shared/zktest"
 )
 
-// startCluster starts ZooKeeper and three nodes on a source holding v1 of
-// the test db, and waits until v1 is ACTIVE on all of them.
+// startCluster starts ZooKeeper and three nodes, and once all three are
+// registered (so that none decides with fewer peers on a slow machine)
+// adds v1 of the test db and waits until it is ACTIVE on all of them.
 func startCluster(t *testing.T) (*zktest.Server, string, []*node) {
 	t.Helper()
 	zks := zktest.Start(t)
 	root := t.TempDir()
-	writeVersion(t, root, "v1")
 	nodes := []*node{startNode(t, zks.Addr(), root), startNode(t, zks.Addr(), root), startNode(t, zks.Addr(), root)}
-	waitActive(t, zkDeadline, testDB, "v1", nodes...)
+	addVersionWhenRegistered(t, zks, root, "v1", nodes)
 	return zks, root, nodes
+}
+
+// addVersionWhenRegistered waits until every node is registered, then
+// writes version, makes the nodes re-scan, and waits until it is ACTIVE.
+func addVersionWhenRegistered(t *testing.T, zks *zktest.Server, root, version string, nodes []*node) {
+	t.Helper()
+	waitFor(t, zkDeadline, "every node registered", func() bool {
+		return len(zkChildren(t, zks.Addr(), testPaths.Nodes())) == len(nodes)
+	})
+	writeVersion(t, root, version)
+	for _, n := range nodes {
+		n.refresh()
+	}
+	waitActive(t, zkDeadline, testDB, version, nodes...)
 }
 
 // TestRingAssignment: three nodes, eight partitions, replication two:

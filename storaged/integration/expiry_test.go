@@ -19,9 +19,8 @@ func TestSessionExpiry(t *testing.T) {
 	zks := zktest.Start(t)
 	proxy := zks.Proxy(t)
 	root := t.TempDir()
-	writeVersion(t, root, "v1")
 	nodes := []*node{startNode(t, zks.Addr(), root), startNode(t, zks.Addr(), root), startNode(t, proxy.Addr(), root)}
-	waitActive(t, zkDeadline, testDB, "v1", nodes...)
+	addVersionWhenRegistered(t, zks, root, "v1", nodes)
 	cut := nodes[2]
 	pid := cut.pid()
 	held := hashring.Assign(cut.addr, addrs(nodes...), testParts, testRepl)
