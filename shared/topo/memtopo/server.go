@@ -16,6 +16,7 @@ type Server struct {
 	nodes    map[string]nodeEntry                // guarded by mu; by entry name <shard_id>@<addr>
 	versions map[string]map[string]*versionEntry // guarded by mu; db -> version
 	conns    map[*Conn]struct{}                  // guarded by mu; open Conns
+	coord    *coordState                         // guarded by mu; elections and decisions, see coord.go
 }
 
 // nodeEntry is an ephemeral nodes/ entry and the session that owns it.

@@ -1,0 +1,364 @@
+package zktopo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+)
+
+// The coordinator's part of the backend: a leader election with
+// ephemeral sequential znodes, each candidate watching its predecessor,
+// and decisions committed with one multi-op that checks the leadership,
+// the node list and the previous decision, so a stale leader's decision
+// never lands. See topo.Coordination.
+
+var _ topo.Coordination = (*Conn)(nil)
+
+// electionPrefix begins the name of every election entry; ZooKeeper
+// appends the sequence number.
+const electionPrefix = "n_"
+
+// call runs f, a few ZooKeeper calls that each wait for their answer or
+// the connection's end, with ctx bounding the wait. Without a session it
+// returns ErrUnavailable at once.
+func (c *Conn) call(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("zktopo: %w", err)
+	}
+	c.mu.Lock()
+	if c.isClosed {
+		c.mu.Unlock()
+		return fmt.Errorf("zktopo: %w", topo.ErrClosed)
+	}
+	c.wg.Add(1) // before Close waits: Close sets isClosed first
+	c.mu.Unlock()
+	if !c.Connected() {
+		c.wg.Done()
+		return fmt.Errorf("zktopo: %w: no session", topo.ErrUnavailable)
+	}
+	res := make(chan error, 1)
+	go func() {
+		defer c.wg.Done()
+		res <- f()
+	}()
+	select {
+	case err := <-res:
+		if errors.Is(err, topo.ErrFenced) || errors.Is(err, topo.ErrBadName) {
+			return fmt.Errorf("zktopo: %w", err)
+		}
+		return c.mapErr(err)
+	case <-ctx.Done():
+		return c.mapErr(ctx.Err())
+	}
+}
+
+// seqOf returns the sequence number ZooKeeper gave an election entry;
+// names without one sort last.
+func seqOf(name string) string {
+	i := strings.LastIndex(name, electionPrefix)
+	if i < 0 {
+		return "~" + name
+	}
+	return name[i+len(electionPrefix):]
+}
+
+// sortElection orders election entries by their sequence numbers, the
+// order candidates entered in.
+func sortElection(names []string) {
+	sort.Slice(names, func(i, j int) bool { return seqOf(names[i]) < seqOf(names[j]) })
+}
+
+// Campaign implements topo.Coordination: it creates an ephemeral
+// sequential entry under election/ and, until that entry is the first,
+// waits for the entry just before it to go.
+func (c *Conn) Campaign(ctx context.Context, id string) (topo.Leadership, error) {
+	dir := c.paths.Election()
+	mine := "" // our entry's name, once created
+	withdraw := func() {
+		if mine == "" {
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := c.call(dctx, func() error {
+			err := c.zk.Delete(dir+"/"+mine, -1)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			c.log.Warn("zktopo: withdrawing from the election; the entry goes with the session", zap.String("entry", mine), zap.Error(err))
+		}
+	}
+	for {
+		var (
+			kids    []string
+			session int64
+			ch      <-chan zk.Event
+			pred    string
+		)
+		err := c.call(ctx, func() error {
+			if mine == "" {
+				if err := c.dropOwnEntries(dir); err != nil {
+					return err
+				}
+				if err := c.ensureParents(dir + "/" + electionPrefix); err != nil {
+					return err
+				}
+				p, err := c.zk.CreateProtectedEphemeralSequential(dir+"/"+electionPrefix, []byte(id), openACL)
+				if err != nil {
+					return err
+				}
+				mine = p[strings.LastIndexByte(p, '/')+1:]
+			}
+			var err error
+			if kids, _, err = c.zk.Children(dir); err != nil {
+				return err
+			}
+			session = c.zk.SessionID()
+			sortElection(kids)
+			for i, k := range kids {
+				if k == mine && i > 0 {
+					pred = kids[i-1]
+					var ok bool
+					if ok, _, ch, err = c.zk.ExistsW(dir + "/" + pred); err != nil || !ok {
+						ch = nil
+					}
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				withdraw()
+			}
+			return nil, err
+		}
+		switch {
+		case !contains(kids, mine):
+			mine = "" // the session that held it ended: enter again
+			continue
+		case kids[0] == mine:
+			l := &zkLeadership{c: c, path: dir + "/" + mine, token: mine, session: session, lost: make(chan struct{})}
+			if err := l.start(); err != nil {
+				return nil, err
+			}
+			c.log.Info("zktopo: leading", zap.String("entry", mine), zap.String("id", id))
+			return l, nil
+		case ch == nil:
+			continue // the predecessor went meanwhile
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			withdraw()
+			return nil, fmt.Errorf("zktopo: campaigning: %w", ctx.Err())
+		case <-c.closed:
+			return nil, fmt.Errorf("zktopo: %w", topo.ErrClosed)
+		}
+	}
+}
+
+// dropOwnEntries deletes election entries this session made before, so
+// that an entry left by an interrupted campaign cannot lead in its name.
+func (c *Conn) dropOwnEntries(dir string) error {
+	kids, _, err := c.zk.Children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sess := c.zk.SessionID()
+	for _, k := range kids {
+		ok, st, err := c.zk.Exists(dir + "/" + k)
+		if err != nil {
+			return err
+		}
+		if ok && st.EphemeralOwner == sess {
+			if err := c.zk.Delete(dir+"/"+k, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// zkLeadership is a won election: it watches its entry and closes lost
+// once the entry or the session that owns it is gone.
+type zkLeadership struct {
+	c       *Conn
+	path    string
+	token   string
+	session int64
+	lost    chan struct{}
+}
+
+func (l *zkLeadership) Token() string         { return l.token }
+func (l *zkLeadership) Lost() <-chan struct{} { return l.lost }
+
+// Resign deletes the election entry; Lost is closed soon after.
+func (l *zkLeadership) Resign(ctx context.Context) error {
+	return l.c.call(ctx, func() error {
+		err := l.c.zk.Delete(l.path, -1)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (l *zkLeadership) start() error {
+	c := l.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isClosed {
+		return fmt.Errorf("zktopo: %w", topo.ErrClosed)
+	}
+	c.wg.Add(1)
+	go l.watch()
+	return nil
+}
+
+// watch follows the entry until it is gone, the session changes or the
+// Conn closes.
+func (l *zkLeadership) watch() {
+	c := l.c
+	defer c.wg.Done()
+	defer close(l.lost)
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		if c.zk.SessionID() != l.session && c.zk.State() == zk.StateHasSession {
+			c.log.Warn("zktopo: session changed; leadership lost", zap.String("entry", l.token))
+			return
+		}
+		ok, st, ch, err := c.zk.ExistsW(l.path)
+		switch {
+		case err == nil && (!ok || st.EphemeralOwner != l.session):
+			c.log.Info("zktopo: election entry gone; leadership over", zap.String("entry", l.token))
+			return
+		case err != nil:
+			ch = nil
+			retry.Reset(100 * time.Millisecond)
+		}
+		select {
+		case <-c.closed:
+			return
+		case <-ch:
+		case <-retry.C:
+		}
+	}
+}
+
+// Leader implements topo.Coordination.
+func (c *Conn) Leader(ctx context.Context) (id, token string, err error) {
+	dir := c.paths.Election()
+	err = c.call(ctx, func() error {
+		for range maxAttempts {
+			kids, _, err := c.zk.Children(dir)
+			if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			sortElection(kids)
+			data, _, err := c.zk.Get(dir + "/" + kids[0])
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // it just went: list again
+			}
+			if err != nil {
+				return err
+			}
+			id, token = string(data), kids[0]
+			return nil
+		}
+		return fmt.Errorf("zktopo: the election kept changing under %d reads", maxAttempts)
+	})
+	return id, token, err
+}
+
+// Ring implements topo.Coordination.
+func (c *Conn) Ring(ctx context.Context) (topo.Ring, error) {
+	var r topo.Ring
+	err := c.call(ctx, func() error {
+		var err error
+		r, err = c.readRing()
+		return err
+	})
+	return r, err
+}
+
+func (c *Conn) readRing() (topo.Ring, error) {
+	kids, st, err := c.zk.Children(c.paths.Nodes())
+	if errors.Is(err, zk.ErrNoNode) {
+		return topo.Ring{}, nil
+	}
+	if err != nil {
+		return topo.Ring{}, err
+	}
+	sort.Strings(kids)
+	return topo.Ring{Version: int64(st.Cversion), Nodes: kids}, nil
+}
+
+// LastDecision implements topo.Coordination.
+func (c *Conn) LastDecision(ctx context.Context) (topo.Decision, error) {
+	var d topo.Decision
+	err := c.call(ctx, func() error {
+		var err error
+		d, err = c.readDecision()
+		return err
+	})
+	return d, err
+}
+
+// readDecision reads the decision znode, creating it empty (epoch 0)
+// if absent, so that every decision is a versioned SetData.
+func (c *Conn) readDecision() (topo.Decision, error) {
+	p := c.paths.Decision()
+	for range maxAttempts {
+		data, st, err := c.zk.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			if err := c.ensureParents(p); err != nil {
+				return topo.Decision{}, err
+			}
+			if _, err := c.zk.Create(p, nil, zk.FlagPersistent, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return topo.Decision{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return topo.Decision{}, err
+		}
+		var d topo.Decision
+		if len(data) > 0 {
+			if err := json.Unmarshal(data, &d); err != nil {
+				return topo.Decision{}, fmt.Errorf("zktopo: decision record %s: %w", p, err)
+			}
+		}
+		d.Epoch = int64(st.Version)
+		return d, nil
+	}
+	return topo.Decision{}, fmt.Errorf("zktopo: %s kept vanishing", p)
+}
