@@ -48,6 +48,7 @@ const (
 	testCluster        = "it"
 	testConverge       = "1s"
 	testSessionTimeout = 3 * time.Second
+	testRetention      = "2s"
 )
 
 // freeAddr returns a loopback address nobody listens on right now.
@@ -82,6 +83,7 @@ func startNode(t testing.TB, zkAddr, source string, extra ...string) *node {
 		"--source", source, "--local-store", filepath.Join(dir, "store"), "--bind", n.addr,
 		"--zk", zkAddr, "--cluster", testCluster, "--advertise", n.addr,
 		"--time-to-converge", testConverge, "--zk-session-timeout", testSessionTimeout.String(),
+		"--version-retention", testRetention,
 	}, extra...)
 	n.start()
 	t.Cleanup(func() {

@@ -111,6 +111,11 @@ func TestZooKeeperOutage(t *testing.T) {
 			t.Errorf("%s has %d v2 replica znodes, want %d", n.addr, got, want)
 		}
 	}
+	// v1, replaced, leaves ZooKeeper once its retention is over (its
+	// replica znodes go before its data).
+	waitFor(t, zkDeadline, "v1's replica znodes removed after its retention", func() bool {
+		return len(zkChildren(t, zks.Addr(), testPaths.Version(testDB, "v1"))) == 0
+	})
 	stopReads()
 	if f := reads.failed.Load(); f != 0 || reads.ok.Load() == 0 {
 		t.Fatalf("reads: %d ok, %d failed (first: %s)", reads.ok.Load(), f, reads.firstFail)
