@@ -90,9 +90,14 @@ func (b *bench) loadSection(ctx context.Context, ds *dataset.Dataset) {
 	}
 	note := fmt.Sprintf("%d rounds, spread %.0f%% / %.0f%%; %.0f MB of files in the page cache; decode-only reads the files %d at a time in one process",
 		len(loads), 100*stats.Spread(loads), 100*stats.Spread(decodes), proc.MB(ds.Bytes), runtime.NumCPU())
+	ratio := report.Target{Kind: report.RatioAtMost, Limit: loadRatioTarget}
+	if ds.Options.Keys < 1_000_000 {
+		// A process's start, scan and fsyncs take tens of ms whatever the
+		// size, so small loads cannot be judged against decoding alone.
+		ratio.Skip = "the target is for 1M records; start-up dominates smaller loads"
+	}
 	b.rep.Rows = append(b.rep.Rows,
-		report.NewRow(metric, "s", stats.Median(loads), "decode-only", stats.Median(decodes), note,
-			report.Target{Kind: report.RatioAtMost, Limit: loadRatioTarget}, abs),
+		report.NewRow(metric, "s", stats.Median(loads), "decode-only", stats.Median(decodes), note, ratio, abs),
 		report.NewRow(fmt.Sprintf("storaged peak RSS while loading %s keys (%s)", count(ds.Options.Keys), kind), "MB",
 			stats.Median(peaks), "", 0, "VmHWM of the process that loaded, median over rounds",
 			report.Target{Kind: report.ValueBelow, Limit: rssTargetMB}))
