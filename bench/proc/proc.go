@@ -52,6 +52,9 @@ func Start(name, addr, logDir string, argv ...string) (*Process, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Should the benchmark die without stopping it, the server dies too
+	// rather than keep loading a machine that others share.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &Process{Name: name, Addr: addr, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
 	p.Started = time.Now()
 	if err := cmd.Start(); err != nil {
