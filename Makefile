@@ -34,7 +34,7 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 bench: build
-	$(GO) run ./bench/cmd/spanglebench $(if $(BENCH_QUICK),-quick) -out bench/results.json
+	$(GO) run ./bench/cmd/spanglebench $(if $(BENCH_QUICK),-quick -out bench/out/results-quick.json,-out bench/results.json)
 
 e2e: build
 	$(GO) test -tags e2e -count=1 -timeout 14m -v ./e2e
