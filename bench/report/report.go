@@ -50,6 +50,7 @@ func (t Target) Meets(r Row) bool {
 	return false
 }
 
+// String prints the target as the table shows it, in the row's unit.
 func (t Target) String(unit string) string {
 	var s string
 	switch t.Kind {
