@@ -3,8 +3,11 @@ package suite
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"spangle/bench/dataset"
@@ -111,6 +114,13 @@ func (b *bench) routerdSection(ctx context.Context, st, triv *proc.Process, keys
 		return
 	}
 	b.throughputRows(fmt.Sprintf("%s (%d hot keys)", metricC, hotKeys), "trivial net/http", fa, fp, cacheRatioTarget, routerdP99Target)
+	// Say how many answers really came from the cache.
+	hits, herr := scrape(ctx, "http://"+rc.Addr+"/metrics", "routerd_cache_hits_total")
+	misses, merr := scrape(ctx, "http://"+rc.Addr+"/metrics", "routerd_cache_misses_total")
+	if herr == nil && merr == nil {
+		row := &b.rep.Rows[len(b.rep.Rows)-3]
+		row.Note += fmt.Sprintf("; routerd cache: %.0f hits, %.0f misses", hits, misses)
+	}
 	b.memRow("routerd peak RSS (cache on, 64 MiB)", rc)
 }
 
@@ -186,3 +196,32 @@ func (b *bench) startRouterd(ctx context.Context, name string, st *proc.Process,
 }
 
 func status200(status int, _ []byte) (bool, error) { return status == 200, nil }
+
+// scrape reads one unlabelled counter or gauge from a Prometheus text
+// page.
+func scrape(ctx context.Context, url, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("suite: %w", err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("suite: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, fmt.Errorf("suite: %w", err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("suite: %s: %w", name, err)
+			}
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("suite: no %s at %s", name, url)
+}
