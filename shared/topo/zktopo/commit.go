@@ -15,16 +15,15 @@ import (
 
 // Assignments implements topo.Coordination.
 func (c *Conn) Assignments(ctx context.Context) ([]topo.Assignment, error) {
-	var out []topo.Assignment
-	err := c.call(ctx, func() error {
-		out = nil
+	return do(c, ctx, func() ([]topo.Assignment, error) {
+		var out []topo.Assignment
 		root := c.paths.Assignments()
 		dbs, _, err := c.zk.Children(root)
 		if errors.Is(err, zk.ErrNoNode) {
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, db := range sortedCopy(dbs) {
 			vs, _, err := c.zk.Children(root + "/" + db)
@@ -32,7 +31,7 @@ func (c *Conn) Assignments(ctx context.Context) ([]topo.Assignment, error) {
 				continue
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, v := range sortedCopy(vs) {
 				data, _, err := c.zk.Get(c.paths.Assignment(db, v))
@@ -40,7 +39,7 @@ func (c *Conn) Assignments(ctx context.Context) ([]topo.Assignment, error) {
 					continue
 				}
 				if err != nil {
-					return err
+					return nil, err
 				}
 				var a topo.Assignment
 				if err := json.Unmarshal(data, &a); err != nil {
@@ -51,9 +50,8 @@ func (c *Conn) Assignments(ctx context.Context) ([]topo.Assignment, error) {
 				out = append(out, a)
 			}
 		}
-		return nil
+		return out, nil
 	})
-	return out, err
 }
 
 func sortedCopy(s []string) []string {
@@ -80,13 +78,7 @@ func (c *Conn) Commit(ctx context.Context, f topo.Fence, id string, as []topo.As
 			return topo.Decision{}, fmt.Errorf("zktopo: %w", err)
 		}
 	}
-	var d topo.Decision
-	err := c.call(ctx, func() error {
-		var err error
-		d, err = c.commit(f, id, as)
-		return err
-	})
-	return d, err
+	return do(c, ctx, func() (topo.Decision, error) { return c.commit(f, id, as) })
 }
 
 func (c *Conn) commit(f topo.Fence, id string, as []topo.Assignment) (topo.Decision, error) {

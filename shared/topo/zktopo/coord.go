@@ -31,33 +31,50 @@ const electionPrefix = "n_"
 // the connection's end, with ctx bounding the wait. Without a session it
 // returns ErrUnavailable at once.
 func (c *Conn) call(ctx context.Context, f func() error) error {
+	_, err := do(c, ctx, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// do is call for an f with a result. f's result reaches the caller only
+// through the channel, so an f still running after ctx ended races with
+// nothing.
+func do[T any](c *Conn, ctx context.Context, f func() (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("zktopo: %w", err)
+		return zero, fmt.Errorf("zktopo: %w", err)
 	}
 	c.mu.Lock()
 	if c.isClosed {
 		c.mu.Unlock()
-		return fmt.Errorf("zktopo: %w", topo.ErrClosed)
+		return zero, fmt.Errorf("zktopo: %w", topo.ErrClosed)
 	}
 	c.wg.Add(1) // before Close waits: Close sets isClosed first
 	c.mu.Unlock()
 	if !c.Connected() {
 		c.wg.Done()
-		return fmt.Errorf("zktopo: %w: no session", topo.ErrUnavailable)
+		return zero, fmt.Errorf("zktopo: %w: no session", topo.ErrUnavailable)
 	}
-	res := make(chan error, 1)
+	type result struct {
+		v   T
+		err error
+	}
+	res := make(chan result, 1)
 	go func() {
 		defer c.wg.Done()
-		res <- f()
+		v, err := f()
+		res <- result{v, err}
 	}()
 	select {
-	case err := <-res:
-		if errors.Is(err, topo.ErrFenced) || errors.Is(err, topo.ErrBadName) {
-			return fmt.Errorf("zktopo: %w", err)
+	case r := <-res:
+		if r.err == nil {
+			return r.v, nil
 		}
-		return c.mapErr(err)
+		if errors.Is(r.err, topo.ErrFenced) || errors.Is(r.err, topo.ErrBadName) {
+			return zero, fmt.Errorf("zktopo: %w", r.err)
+		}
+		return zero, c.mapErr(r.err)
 	case <-ctx.Done():
-		return c.mapErr(ctx.Err())
+		return zero, c.mapErr(ctx.Err())
 	}
 }
 
@@ -100,51 +117,57 @@ func (c *Conn) Campaign(ctx context.Context, id string) (topo.Leadership, error)
 			c.log.Warn("zktopo: withdrawing from the election; the entry goes with the session", zap.String("entry", mine), zap.Error(err))
 		}
 	}
+	// step is what one look at the election found.
+	type step struct {
+		mine, pred string
+		kids       []string
+		session    int64
+		ch         <-chan zk.Event
+	}
 	for {
-		var (
-			kids    []string
-			session int64
-			ch      <-chan zk.Event
-			pred    string
-		)
-		err := c.call(ctx, func() error {
-			if mine == "" {
+		st, err := do(c, ctx, func() (step, error) {
+			st := step{mine: mine}
+			if st.mine == "" {
 				if err := c.dropOwnEntries(dir); err != nil {
-					return err
+					return st, err
 				}
 				if err := c.ensureParents(dir + "/" + electionPrefix); err != nil {
-					return err
+					return st, err
 				}
 				p, err := c.zk.CreateProtectedEphemeralSequential(dir+"/"+electionPrefix, []byte(id), openACL)
 				if err != nil {
-					return err
+					return st, err
 				}
-				mine = p[strings.LastIndexByte(p, '/')+1:]
+				st.mine = p[strings.LastIndexByte(p, '/')+1:]
 			}
 			var err error
-			if kids, _, err = c.zk.Children(dir); err != nil {
-				return err
+			if st.kids, _, err = c.zk.Children(dir); err != nil {
+				return st, err
 			}
-			session = c.zk.SessionID()
-			sortElection(kids)
-			for i, k := range kids {
-				if k == mine && i > 0 {
-					pred = kids[i-1]
+			st.session = c.zk.SessionID()
+			sortElection(st.kids)
+			for i, k := range st.kids {
+				if k == st.mine && i > 0 {
+					st.pred = st.kids[i-1]
 					var ok bool
-					if ok, _, ch, err = c.zk.ExistsW(dir + "/" + pred); err != nil || !ok {
-						ch = nil
+					if ok, _, st.ch, err = c.zk.ExistsW(dir + "/" + st.pred); err != nil || !ok {
+						st.ch = nil
 					}
-					return err
+					return st, err
 				}
 			}
-			return nil
+			return st, nil
 		})
+		if st.mine != "" {
+			mine = st.mine
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				withdraw()
 			}
 			return nil, err
 		}
+		kids, session, ch := st.kids, st.session, st.ch
 		switch {
 		case !contains(kids, mine):
 			mine = "" // the session that held it ended: enter again
@@ -274,14 +297,14 @@ func (l *zkLeadership) watch() {
 // Leader implements topo.Coordination.
 func (c *Conn) Leader(ctx context.Context) (id, token string, err error) {
 	dir := c.paths.Election()
-	err = c.call(ctx, func() error {
+	who, err := do(c, ctx, func() ([2]string, error) {
 		for range maxAttempts {
 			kids, _, err := c.zk.Children(dir)
 			if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
-				return nil
+				return [2]string{}, nil
 			}
 			if err != nil {
-				return err
+				return [2]string{}, err
 			}
 			sortElection(kids)
 			data, _, err := c.zk.Get(dir + "/" + kids[0])
@@ -289,25 +312,18 @@ func (c *Conn) Leader(ctx context.Context) (id, token string, err error) {
 				continue // it just went: list again
 			}
 			if err != nil {
-				return err
+				return [2]string{}, err
 			}
-			id, token = string(data), kids[0]
-			return nil
+			return [2]string{string(data), kids[0]}, nil
 		}
-		return fmt.Errorf("zktopo: the election kept changing under %d reads", maxAttempts)
+		return [2]string{}, fmt.Errorf("zktopo: the election kept changing under %d reads", maxAttempts)
 	})
-	return id, token, err
+	return who[0], who[1], err
 }
 
 // Ring implements topo.Coordination.
 func (c *Conn) Ring(ctx context.Context) (topo.Ring, error) {
-	var r topo.Ring
-	err := c.call(ctx, func() error {
-		var err error
-		r, err = c.readRing()
-		return err
-	})
-	return r, err
+	return do(c, ctx, c.readRing)
 }
 
 func (c *Conn) readRing() (topo.Ring, error) {
@@ -324,13 +340,7 @@ func (c *Conn) readRing() (topo.Ring, error) {
 
 // LastDecision implements topo.Coordination.
 func (c *Conn) LastDecision(ctx context.Context) (topo.Decision, error) {
-	var d topo.Decision
-	err := c.call(ctx, func() error {
-		var err error
-		d, err = c.readDecision()
-		return err
-	})
-	return d, err
+	return do(c, ctx, c.readDecision)
 }
 
 // readDecision reads the decision znode, creating it empty (epoch 0)

@@ -1,0 +1,197 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/placement"
+	"spangle/shared/topo"
+)
+
+// Defaults of Options.
+const (
+	DefaultRereplicateAfter = 5 * time.Minute
+	DefaultInterval         = time.Second
+	DefaultReplication      = 2
+)
+
+// Options configures a Coordinator. Zero values select the defaults noted.
+type Options struct {
+	// Conn is the node's coordination session, for the cached map;
+	// required.
+	Conn topo.Conn
+	// Coord is the same session's election and decisions; required.
+	Coord topo.Coordination
+	// Self is this node as registered; Addr and ShardID are required. Its
+	// Addr is its id in the election.
+	Self topo.Node
+	// Strategy places copies; default placement.Sequins. Only
+	// Rendezvous rebalances when a node joins.
+	Strategy placement.Strategy
+	// Replication is the copies of each partition; default
+	// DefaultReplication.
+	Replication int
+	// RereplicateAfter is how long a node must have been gone before its
+	// copies are given to others; default DefaultRereplicateAfter.
+	// Negative turns re-replication off (the config's 0).
+	RereplicateAfter time.Duration
+	// Quorum of ELECT votes needed to commit; default QuorumAll.
+	Quorum Quorum
+	// Interval is how often the leader looks at the cluster, and a
+	// follower refreshes its status; default DefaultInterval.
+	Interval time.Duration
+	// ElectTimeout bounds one ELECT round; default 5s.
+	ElectTimeout time.Duration
+	// Client sends ELECT requests; default a client of its own.
+	Client *http.Client
+	// PartitionState returns this node's state of a partition for ELECT
+	// answers; default from the map: PUBLISHED or NOTFOUND.
+	PartitionState func(db, version string, partition int) string
+	// Log defaults to no logging.
+	Log *zap.Logger
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// Coordinator runs one node's part of the coordination: it campaigns
+// for leadership, and while it leads it re-replicates the copies of
+// nodes gone for RereplicateAfter and, with the rendezvous strategy,
+// rebalances onto nodes that joined. Every node answers ELECT (it is an
+// http.Handler for ElectPrefix). It is safe for concurrent use.
+type Coordinator struct {
+	opts Options
+	log  *zap.Logger
+
+	mu     sync.Mutex
+	status Status // guarded by mu
+}
+
+// New returns a Coordinator; Run starts it.
+func New(opts Options) (*Coordinator, error) {
+	if opts.Conn == nil || opts.Coord == nil {
+		return nil, errors.New("coordinator: Conn and Coord are required")
+	}
+	if err := topo.CheckNode(&opts.Self); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if opts.Strategy == nil {
+		opts.Strategy = placement.Sequins{}
+	}
+	if opts.Replication <= 0 {
+		opts.Replication = DefaultReplication
+	}
+	if opts.RereplicateAfter == 0 {
+		opts.RereplicateAfter = DefaultRereplicateAfter
+	}
+	if opts.Quorum == "" {
+		opts.Quorum = QuorumAll
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.ElectTimeout <= 0 {
+		opts.ElectTimeout = defaultElectTimeout
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &Coordinator{opts: opts, log: opts.Log}
+	if opts.PartitionState == nil {
+		c.opts.PartitionState = c.mapState
+	}
+	return c, nil
+}
+
+// mapState is the default PartitionState: whether this node publishes
+// the partition.
+func (c *Coordinator) mapState(db, version string, p int) string {
+	for _, addr := range c.opts.Conn.Map().Replicas(db, version, p) {
+		if addr == c.opts.Self.Addr {
+			return StatePublished
+		}
+	}
+	return StateNotFound
+}
+
+// Run campaigns, leads when elected, and keeps the status fresh, until
+// ctx ends. It returns nil then.
+func (c *Coordinator) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.refreshLoop(ctx)
+	}()
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		l, err := c.opts.Coord.Campaign(ctx, c.opts.Self.Addr)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, topo.ErrClosed) {
+				c.log.Warn("campaign failed; trying again", zap.Error(err))
+			}
+			if errors.Is(err, topo.ErrClosed) {
+				return nil
+			}
+			sleepCtx(ctx, c.opts.Interval)
+			continue
+		}
+		c.log.Info("leading the cluster", zap.String("token", l.Token()))
+		c.setLeading(l.Token(), true)
+		c.lead(ctx, l)
+		c.setLeading(l.Token(), false)
+		if ctx.Err() != nil {
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			l.Resign(rctx)
+			cancel()
+		}
+	}
+	return nil
+}
+
+// lead runs the leader's rounds until the leadership is lost or ctx ends.
+func (c *Coordinator) lead(ctx context.Context, l topo.Leadership) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-l.Lost():
+			c.log.Warn("leadership lost")
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	lt := newLeaderState()
+	tk := time.NewTicker(c.opts.Interval)
+	defer tk.Stop()
+	for {
+		if err := c.round(lctx, l, lt); err != nil && lctx.Err() == nil {
+			c.log.Info("leader round ended without a decision", zap.Error(err))
+		}
+		select {
+		case <-lctx.Done():
+			return
+		case <-tk.C:
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,194 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/topo"
+)
+
+// Holder is the node's local store as a Follower drives it.
+type Holder interface {
+	// Held lists the partitions of db/version held locally.
+	Held(db, version string) []int
+	// Fetch makes partition p of db/version servable locally, from one of
+	// peers (addresses that serve it now) or from the source, and returns
+	// once it is.
+	Fetch(ctx context.Context, db, version string, p int, peers []string) error
+	// Drop removes partition p of db/version from the local store.
+	Drop(ctx context.Context, db, version string, p int) error
+}
+
+// FollowerOptions configures a Follower. Zero values select the
+// defaults noted.
+type FollowerOptions struct {
+	// Conn publishes the partitions; required.
+	Conn topo.Conn
+	// Coord reads the assignments; required.
+	Coord topo.Coordination
+	// Self is this node; Addr and ShardID are required.
+	Self topo.Node
+	// Holder is the local store; required.
+	Holder Holder
+	// Interval is how often assignments are read; default DefaultInterval.
+	Interval time.Duration
+	// Concurrency is how many fetches run at once; default 2.
+	Concurrency int
+	// Log defaults to no logging.
+	Log *zap.Logger
+}
+
+// Follower makes a node hold what the assignments give its shard id:
+// it fetches and publishes the partitions it gains, and unpublishes and
+// drops those it loses only once every new holder has published them,
+// so a move never lowers the replication. Versions without an
+// assignment are left alone. It is safe for concurrent use.
+type Follower struct {
+	opts FollowerOptions
+	log  *zap.Logger
+	sem  chan struct{}
+
+	mu       sync.Mutex
+	inFlight map[pkey]bool // guarded by mu
+}
+
+type pkey struct {
+	vkey
+	p int
+}
+
+// NewFollower returns a Follower; Run starts it.
+func NewFollower(opts FollowerOptions) (*Follower, error) {
+	if opts.Conn == nil || opts.Coord == nil || opts.Holder == nil {
+		return nil, errors.New("coordinator: Conn, Coord and Holder are required")
+	}
+	if err := topo.CheckNode(&opts.Self); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 2
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	return &Follower{opts: opts, log: opts.Log, sem: make(chan struct{}, opts.Concurrency), inFlight: map[pkey]bool{}}, nil
+}
+
+// Run follows the assignments until ctx ends, and returns nil then.
+func (f *Follower) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tk := time.NewTicker(f.opts.Interval)
+	defer tk.Stop()
+	for {
+		if as, err := f.opts.Coord.Assignments(ctx); err == nil {
+			for _, a := range as {
+				f.follow(ctx, &wg, a)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tk.C:
+		}
+	}
+}
+
+// follow starts the fetches and does the drops that a asks of this node.
+func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assignment) {
+	m := f.opts.Conn.Map()
+	v := m.Version(a.DB, a.Version)
+	if v == nil || v.NumPartitions != len(a.Replicas) {
+		return
+	}
+	pub := Published(m, v)
+	held := f.opts.Holder.Held(a.DB, a.Version)
+	self := f.opts.Self
+	for p := range a.Replicas {
+		should := Holds(a, pub, self.ShardID, p)
+		has := slices.Contains(held, p)
+		k := pkey{vkey{a.DB, a.Version}, p}
+		switch {
+		case should && !has:
+			f.startFetch(ctx, wg, k, peersOf(m, a.DB, a.Version, p, self.Addr))
+		case should && has && !slices.Contains(m.Replicas(a.DB, a.Version, p), self.Addr):
+			if err := f.opts.Conn.PublishPartition(ctx, a.DB, a.Version, p, self.Addr); err != nil {
+				f.log.Debug("publishing a held partition", zap.Error(err))
+			}
+		case !should && has && !f.busy(k):
+			if err := f.opts.Conn.UnpublishPartition(ctx, a.DB, a.Version, p, self.Addr); err != nil {
+				continue // keep it until the map can say it is gone
+			}
+			if err := f.opts.Holder.Drop(ctx, a.DB, a.Version, p); err != nil {
+				f.log.Warn("dropping a partition no longer assigned", zap.String("db", a.DB),
+					zap.String("version", a.Version), zap.Int("partition", p), zap.Error(err))
+				continue
+			}
+			f.log.Info("partition handed over", zap.String("db", a.DB), zap.String("version", a.Version), zap.Int("partition", p))
+		}
+	}
+}
+
+func peersOf(m *topo.Map, db, version string, p int, self string) []string {
+	var peers []string
+	for _, addr := range m.Replicas(db, version, p) {
+		if addr != self {
+			peers = append(peers, addr)
+		}
+	}
+	return peers
+}
+
+func (f *Follower) busy(k pkey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight[k]
+}
+
+// startFetch fetches and publishes one partition in the background,
+// unless it is being fetched already.
+func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, peers []string) {
+	f.mu.Lock()
+	if f.inFlight[k] {
+		f.mu.Unlock()
+		return
+	}
+	f.inFlight[k] = true
+	f.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			f.mu.Lock()
+			delete(f.inFlight, k)
+			f.mu.Unlock()
+		}()
+		select {
+		case f.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-f.sem }()
+		log := f.log.With(zap.String("db", k.db), zap.String("version", k.version), zap.Int("partition", k.p))
+		if err := f.opts.Holder.Fetch(ctx, k.db, k.version, k.p, peers); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("fetching an assigned partition; trying again next round", zap.Error(err))
+			}
+			return
+		}
+		if err := f.opts.Conn.PublishPartition(ctx, k.db, k.version, k.p, f.opts.Self.Addr); err != nil && !errors.Is(err, topo.ErrUnavailable) {
+			log.Warn("publishing a fetched partition", zap.Error(err))
+			return
+		}
+		log.Info("assigned partition fetched and published", zap.Strings("peers", peers))
+	}()
+}

@@ -1,0 +1,160 @@
+package coordinator
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"spangle/shared/topo"
+)
+
+// Status is what the status page shows of the coordination.
+type Status struct {
+	Self        string `json:"self"`
+	Leader      string `json:"leader"`
+	LeaderToken string `json:"leader_token"`
+	Leading     bool   `json:"leading"`
+	// RingVersion is the node list's version as last read.
+	RingVersion int64         `json:"ring_version"`
+	Nodes       int           `json:"nodes"`
+	Decision    topo.Decision `json:"last_decision"`
+	// InProgress lists assignments whose copies are not all published.
+	InProgress       []Progress `json:"in_progress"`
+	Strategy         string     `json:"strategy"`
+	Quorum           Quorum     `json:"quorum"`
+	RereplicateAfter string     `json:"rereplicate_after"`
+	Updated          time.Time  `json:"updated"`
+}
+
+// Progress is an assignment in progress.
+type Progress struct {
+	DB      string `json:"db"`
+	Version string `json:"version"`
+	// Pending is the copies assigned but not yet published.
+	Pending int `json:"pending"`
+}
+
+// Status returns the last known coordination state, from memory.
+func (c *Coordinator) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.status
+	s.InProgress = append([]Progress(nil), s.InProgress...)
+	s.Self = c.opts.Self.Addr
+	s.Strategy = c.opts.Strategy.Name()
+	s.Quorum = c.opts.Quorum
+	if c.opts.RereplicateAfter < 0 {
+		s.RereplicateAfter = "off"
+	} else {
+		s.RereplicateAfter = c.opts.RereplicateAfter.String()
+	}
+	return s
+}
+
+func (c *Coordinator) setLeading(token string, leading bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.Leading = leading
+	if leading {
+		c.status.Leader, c.status.LeaderToken = c.opts.Self.Addr, token
+	}
+}
+
+// setProgress records the ring, the last decision and the assignments
+// still in progress.
+func (c *Coordinator) setProgress(m *topo.Map, ring topo.Ring, d topo.Decision, as []topo.Assignment) {
+	latest := map[vkey]topo.Assignment{}
+	for _, a := range as {
+		latest[vkey{a.DB, a.Version}] = a // later entries are newer
+	}
+	var prog []Progress
+	for k, a := range latest {
+		v := m.Version(k.db, k.version)
+		if v == nil {
+			continue
+		}
+		if n := Pending(a, Published(m, v)); n > 0 {
+			prog = append(prog, Progress{DB: k.db, Version: k.version, Pending: n})
+		}
+	}
+	sort.Slice(prog, func(i, j int) bool {
+		if prog[i].DB != prog[j].DB {
+			return prog[i].DB < prog[j].DB
+		}
+		return prog[i].Version < prog[j].Version
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.RingVersion = ring.Version
+	c.status.Nodes = len(ring.Nodes)
+	c.status.Decision = d
+	c.status.InProgress = prog
+	c.status.Updated = c.opts.Now().UTC()
+}
+
+// refreshLoop keeps the status fresh on every node, leader or not.
+func (c *Coordinator) refreshLoop(ctx context.Context) {
+	tk := time.NewTicker(c.opts.Interval)
+	defer tk.Stop()
+	for {
+		c.refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+	}
+}
+
+func (c *Coordinator) refresh(ctx context.Context) {
+	id, token, err := c.opts.Coord.Leader(ctx)
+	if err != nil {
+		return // keep the last known status
+	}
+	ring, err := c.opts.Coord.Ring(ctx)
+	if err != nil {
+		return
+	}
+	d, err := c.opts.Coord.LastDecision(ctx)
+	if err != nil {
+		return
+	}
+	as, err := c.opts.Coord.Assignments(ctx)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.status.Leader, c.status.LeaderToken = id, token
+	c.mu.Unlock()
+	c.setProgress(c.opts.Conn.Map(), ring, d, as)
+}
+
+// Vote is this node's ELECT answer for a partition: the leader it sees,
+// the shard id first in the partition's holders (the assignment's, or
+// the plain placement's over the ring), the ring version, and its own
+// state of the partition.
+func (c *Coordinator) Vote(ctx context.Context, db, version string, p int) (Vote, error) {
+	id, token, err := c.opts.Coord.Leader(ctx)
+	if err != nil {
+		return Vote{}, err
+	}
+	ring, err := c.opts.Coord.Ring(ctx)
+	if err != nil {
+		return Vote{}, err
+	}
+	as, err := c.opts.Coord.Assignments(ctx)
+	if err != nil {
+		return Vote{}, err
+	}
+	v := Vote{Node: c.opts.Self.Addr, Leader: id, LeaderToken: token, Partition: p, RingVersion: ring.Version,
+		State: c.opts.PartitionState(db, version, p)}
+	if a, ok := assignmentFor(as, db, version); ok && p < len(a.Replicas) && len(a.Replicas[p]) > 0 {
+		v.Index0 = a.Replicas[p][0]
+	} else if mv := c.opts.Conn.Map().Version(db, version); mv != nil && p < mv.NumPartitions {
+		pl := c.opts.Strategy.Place(ring.ShardIDs(), mv.NumPartitions, c.opts.Replication, nil)
+		if len(pl[p]) > 0 {
+			v.Index0 = pl[p][0]
+		}
+	}
+	return v, nil
+}
