@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,10 @@ import (
 
 // DefaultSessionTimeout is the session timeout unless Options say.
 const DefaultSessionTimeout = 10 * time.Second
+
+// DefaultConnectTimeout bounds one attempt to reach one server unless
+// Options say (the ZooKeeper client's own default).
+const DefaultConnectTimeout = time.Second
 
 // Options configure a Conn or Watcher. Zero values are the documented
 // defaults.
@@ -33,6 +38,11 @@ type Options struct {
 	// ephemeral znodes, of a client it cannot hear; default
 	// DefaultSessionTimeout. The server may bound it.
 	SessionTimeout time.Duration
+	// ConnectTimeout bounds each attempt to dial one server (TCP
+	// connect, name resolution included); default DefaultConnectTimeout.
+	// With several servers, a dead one costs at most this before the
+	// next is tried.
+	ConnectTimeout time.Duration
 	// Logger receives the backend's log and the ZooKeeper client's;
 	// default a no-op logger.
 	Logger *zap.Logger
@@ -44,6 +54,7 @@ type Options struct {
 type Conn struct {
 	paths topo.Paths
 	log   *zap.Logger
+	zkLog *zkLogger
 	zk    *zk.Conn
 	mir   *topo.Mirror
 	// events is the client's event channel, drained only at Close: the
@@ -90,12 +101,16 @@ func Open(opts Options) (*Conn, error) {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
 	c := &Conn{
 		paths:     topo.Paths{Prefix: opts.Prefix, Cluster: opts.Cluster},
 		log:       opts.Logger,
+		zkLog:     &zkLogger{l: opts.Logger.Named("zk").Sugar()},
 		mir:       topo.NewMirror(),
 		closed:    make(chan struct{}),
 		watchKick: make(chan struct{}, 1),
@@ -110,9 +125,12 @@ func Open(opts Options) (*Conn, error) {
 	c.dirty[c.paths.Nodes()] = true
 	c.dirty[c.paths.Partitions()] = true
 	conn, events, err := zk.Connect(opts.Servers, opts.SessionTimeout,
-		zk.WithLogger(zkLogger{opts.Logger.Named("zk").Sugar()}),
+		zk.WithLogger(c.zkLog),
 		zk.WithLogInfo(false),
 		zk.WithHostProvider(&hosts{}),
+		zk.WithDialer(func(network, addr string, _ time.Duration) (net.Conn, error) {
+			return net.DialTimeout(network, addr, opts.ConnectTimeout)
+		}),
 		zk.WithEventCallback(c.onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("zktopo: connecting to %v: %w", opts.Servers, err)
@@ -139,10 +157,21 @@ func validPrefix(p string) bool {
 	return true
 }
 
-// zkLogger sends the ZooKeeper client's log to zap.
-type zkLogger struct{ l *zap.SugaredLogger }
+// zkLogger sends the ZooKeeper client's log to zap. The client logs a
+// failed dial about every second for as long as an outage lasts; the
+// first of an outage goes out at Info, the rest at Debug.
+type zkLogger struct {
+	l       *zap.SugaredLogger
+	failing atomic.Bool // a dial failed since the last session came up
+}
 
-func (z zkLogger) Printf(format string, args ...any) { z.l.Infof(format, args...) }
+func (z *zkLogger) Printf(format string, args ...any) {
+	if strings.HasPrefix(format, "failed to connect") && z.failing.Swap(true) {
+		z.l.Debugf(format, args...)
+		return
+	}
+	z.l.Infof(format, args...)
+}
 
 // onEvent receives every event of the ZooKeeper client, in its own
 // goroutines: it must not block.
@@ -150,6 +179,7 @@ func (c *Conn) onEvent(ev zk.Event) {
 	if ev.Type == zk.EventSession {
 		switch ev.State {
 		case zk.StateHasSession:
+			c.zkLog.failing.Store(false)
 			if !c.up.Swap(true) {
 				c.log.Info("zktopo: session up", zap.String("server", ev.Server))
 			}
