@@ -16,7 +16,7 @@ import (
 func dialZK(cfg config.Config, log *zap.Logger) (topo.Conn, error) {
 	conn, err := zktopo.Open(zktopo.Options{
 		Servers: cfg.ZK.Servers, Cluster: cfg.Sharding.ClusterName, Prefix: cfg.ZK.Prefix,
-		SessionTimeout: cfg.ZK.SessionTimeout, Logger: log.Named("zk"),
+		SessionTimeout: cfg.ZK.SessionTimeout, ConnectTimeout: cfg.ZK.ConnectTimeout, Logger: log.Named("zk"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
