@@ -108,6 +108,9 @@ type NodeStatus struct {
 	// Cluster is the node's cached view of the whole cluster (cluster
 	// mode only).
 	Cluster *topo.Map `json:"cluster,omitempty"`
+	// Coordination is what the node knows of the cluster's leader and its
+	// assignments (cluster mode only).
+	Coordination *CoordinationStatus `json:"coordination,omitempty"`
 }
 
 // DBStatus is one db on a node.

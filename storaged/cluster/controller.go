@@ -55,6 +55,11 @@ type Options struct {
 	// PollInterval is how often the connection state is checked between
 	// map changes; default DefaultPollInterval.
 	PollInterval time.Duration
+	// Assigned returns the partitions of db/version (n of them) that the
+	// coordinator's assignment gives this node, and false when no
+	// assignment covers the version (the ring decides then). nil: the
+	// ring always decides.
+	Assigned func(ctx context.Context, db, version string, n int) ([]int, bool)
 	// Log defaults to no logging.
 	Log *zap.Logger
 	// Now defaults to time.Now.

@@ -65,6 +65,12 @@ func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]i
 			return nil, fmt.Errorf("%w: %s/%s has %d files here, %d in the cluster", ErrPartitionCount, db, version, n, info.NumPartitions)
 		}
 		held := c.assign(c.opts.Conn.Map(), db, version, n)
+		if c.opts.Assigned != nil {
+			// The leader's assignment, when there is one, overrides the ring.
+			if a, ok := c.opts.Assigned(ctx, db, version, n); ok {
+				held = a
+			}
+		}
 		c.log.Info("partitions decided", zap.String("db", db), zap.String("version", version),
 			zap.Int("partitions", n), zap.Ints("held", held))
 		return held, nil

@@ -20,6 +20,7 @@ const (
 	DefaultVersionRetention = 10 * time.Minute
 	DefaultReplication      = 2
 	DefaultTimeToConverge   = 10 * time.Second
+	DefaultRereplicateAfter = 5 * time.Minute
 	DefaultClusterName      = "spangle"
 	DefaultZKConnect        = time.Second
 	DefaultZKSession        = 10 * time.Second
@@ -91,6 +92,19 @@ type Sharding struct {
 	// ShardID decides which partitions the node holds; nodes sharing one
 	// hold the same partitions. Default the advertised address.
 	ShardID string `toml:"shard_id"`
+	// Assignment is the placement strategy of the cluster's leader:
+	// "sequins" (default; the ring of DESIGN.md) or "rendezvous"
+	// (bounded-load highest-random-weight, which also rebalances onto a
+	// node that joins, moving only its share).
+	Assignment string `toml:"assignment"`
+	// RereplicateAfter is how long a node must have been gone before the
+	// leader gives its copies to other nodes; default 5m, 0 turns
+	// re-replication off.
+	RereplicateAfter time.Duration `toml:"rereplicate_after"`
+	// ElectQuorum is how many nodes must answer ELECT agreeing with the
+	// leader on its ring version before it commits an assignment: "all"
+	// (default) or "majority".
+	ElectQuorum string `toml:"elect_quorum"`
 }
 
 // ZK is the ZooKeeper section.
@@ -141,6 +155,7 @@ func Default() Config {
 		Sharding: Sharding{
 			Replication: DefaultReplication, MinReplication: 1,
 			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
+			Assignment: "sequins", RereplicateAfter: DefaultRereplicateAfter, ElectQuorum: "all",
 		},
 		ZK: ZK{ConnectTimeout: DefaultZKConnect, SessionTimeout: DefaultZKSession, Prefix: topo.DefaultPrefix},
 		LevelDB: LevelDB{
@@ -204,6 +219,9 @@ func (c *Config) Validate() error {
 	check(s.MinReplication < 1 || s.MinReplication > s.Replication, "sharding.min_replication", "must be between 1 and replication (%d)", s.Replication)
 	check(s.MaxReplication != 0 && s.MaxReplication < s.Replication, "sharding.max_replication", "must be 0 (no limit) or at least replication (%d)", s.Replication)
 	check(s.TimeToConverge < 0, "sharding.time_to_converge", "must not be negative")
+	check(s.Assignment != "sequins" && s.Assignment != "rendezvous", "sharding.assignment", "%q is not sequins or rendezvous", s.Assignment)
+	check(s.RereplicateAfter < 0, "sharding.rereplicate_after", "must not be negative (0 turns re-replication off)")
+	check(s.ElectQuorum != "all" && s.ElectQuorum != "majority", "sharding.elect_quorum", "%q is not all or majority", s.ElectQuorum)
 	check(s.ClusterName == "" || strings.Contains(s.ClusterName, "/"), "sharding.cluster_name", "must be non-empty without '/'")
 	if s.ShardID != "" {
 		if err := topo.CheckShardID(s.ShardID); err != nil {

@@ -192,3 +192,30 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, p
 		log.Info("assigned partition fetched and published", zap.Strings("peers", peers))
 	}()
 }
+
+// AssignedTo returns the partitions of db/version (n of them) that the
+// assignment gives shard, and false when no assignment covers the
+// version or it cannot be read now (the ring decides then). It is what
+// storaged's cluster controller asks when it loads a version.
+func AssignedTo(ctx context.Context, conn topo.Conn, coord topo.Coordination, shard, db, version string, n int) ([]int, bool) {
+	as, err := coord.Assignments(ctx)
+	if err != nil {
+		return nil, false
+	}
+	a, ok := assignmentFor(as, db, version)
+	if !ok || len(a.Replicas) != n {
+		return nil, false
+	}
+	var pub [][]string
+	m := conn.Map()
+	if v := m.Version(db, version); v != nil {
+		pub = Published(m, v)
+	}
+	held := []int{}
+	for p := range a.Replicas {
+		if Holds(a, pub, shard, p) {
+			held = append(held, p)
+		}
+	}
+	return held, true
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 )
 
 // Status is what the status page shows of the coordination.
@@ -157,4 +158,19 @@ func (c *Coordinator) Vote(ctx context.Context, db, version string, p int) (Vote
 		}
 	}
 	return v, nil
+}
+
+// WireStatus is Status as the status page shows it.
+func (c *Coordinator) WireStatus() *wire.CoordinationStatus {
+	s := c.Status()
+	w := &wire.CoordinationStatus{
+		Leader: s.Leader, LeaderToken: s.LeaderToken, Leading: s.Leading,
+		RingVersion: s.RingVersion, Nodes: s.Nodes,
+		Epoch: s.Decision.Epoch, LastDecision: s.Decision.Time, DecidedBy: s.Decision.Leader,
+		Strategy: s.Strategy, Quorum: string(s.Quorum), RereplicateAfter: s.RereplicateAfter,
+	}
+	for _, p := range s.InProgress {
+		w.InProgress = append(w.InProgress, wire.AssignmentProgress{DB: p.DB, Version: p.Version, Pending: p.Pending})
+	}
+	return w
 }

@@ -18,6 +18,7 @@ import (
 	"spangle/shared/topo"
 	"spangle/storaged/cluster"
 	"spangle/storaged/config"
+	"spangle/storaged/coordinator"
 	"spangle/storaged/loader"
 	"spangle/storaged/server"
 	"spangle/storaged/store"
@@ -96,7 +97,10 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	}
 	node := topo.Node{ID: id, ShardID: shardID, Addr: advertised, Started: time.Now().UTC()}
 	mode := "standalone"
-	var ctl *cluster.Controller
+	var (
+		ctl   *cluster.Controller
+		coord *coordinator.Coordinator
+	)
 	if cfg.ClusterMode() {
 		mode = "cluster"
 		if conn == nil {
@@ -105,10 +109,18 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			}
 		}
 		s := cfg.Sharding
-		ctl, err = cluster.New(cluster.Options{
+		var co topo.Coordination
+		if coord, co, err = newCoordinator(cfg, conn, node, log); err != nil {
+			return nil, err
+		}
+		copts := cluster.Options{
 			Conn: conn, Node: node, Replication: s.Replication, MinReplication: s.MinReplication,
 			MaxReplication: s.MaxReplication, TimeToConverge: s.TimeToConverge, Log: log.Named("cluster"),
-		})
+		}
+		if co != nil {
+			copts.Assigned = assignedHook(conn, co, node.ShardID)
+		}
+		ctl, err = cluster.New(copts)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
@@ -133,6 +145,9 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		vopts.Hooks = ctl.Hooks()
 		sopts.Cluster = ctl.Map
 	}
+	if coord != nil {
+		sopts.Coordination = coord.WireStatus
+	}
 	mgr, err := versions.New(vopts)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -143,7 +158,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d = &Daemon{Addr: addr, Versions: mgr, Server: srv, Cluster: ctl, log: log, done: make(chan struct{})}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: withElect(coord, srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 
 	mctx, mcancel := context.WithCancel(context.Background())
@@ -167,6 +182,13 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			if err := ctl.Run(mctx, mgr); err != nil {
 				fatal <- err
 			}
+		}()
+	}
+	if coord != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			coord.Run(mctx)
 		}()
 	}
 	log.Info("storaged listening", zap.String("addr", addr), zap.String("mode", mode), zap.String("advertised", advertised),

@@ -51,6 +51,10 @@ type Options struct {
 	// Cluster returns the cached cluster map the status page shows (cluster
 	// mode); it must not block on the network. nil shows none.
 	Cluster func() *topo.Map
+	// Coordination returns what the status page shows of the leader and
+	// its assignments (cluster mode); it must not block on the network.
+	// nil shows none.
+	Coordination func() *wire.CoordinationStatus
 }
 
 // Server is the HTTP handler. It is safe for concurrent use.

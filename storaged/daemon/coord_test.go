@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"spangle/shared/hashring"
+	"spangle/shared/seqfile"
+	"spangle/shared/topo/memtopo"
+	"spangle/storaged/config"
+	"spangle/storaged/coordinator"
+	"spangle/storaged/internal/testutil"
+)
+
+// TestCoordinationInProcess runs three daemons on the in-memory
+// coordination service: one leads, every node's status page and ELECT
+// answer name it with the same ring version, and when a node dies for
+// good the leader commits an assignment without it after
+// rereplicate_after.
+func TestCoordinationInProcess(t *testing.T) {
+	root := t.TempDir()
+	srv := memtopo.NewServer()
+	var (
+		ds      []*Daemon
+		cancels []context.CancelFunc
+		shards  []string
+	)
+	for i := 0; i < 3; i++ {
+		cfg := config.Default()
+		cfg.Source, cfg.LocalStore, cfg.Bind = root, t.TempDir(), "127.0.0.1:0"
+		cfg.ZK.Servers = []string{"unused:2181"}
+		cfg.Sharding.TimeToConverge = 300 * time.Millisecond
+		cfg.Sharding.RereplicateAfter = 500 * time.Millisecond
+		cfg.LevelDB.NoSync = true
+		ctx, cancel := context.WithCancel(context.Background())
+		d, err := StartWith(ctx, cfg, zaptest.NewLogger(t), Options{Conn: srv.Conn()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cancel(); d.Wait() })
+		ds, cancels, shards = append(ds, d), append(cancels, cancel), append(shards, d.Addr)
+	}
+	watch := srv.Watcher()
+	defer watch.Close()
+	waitFor(t, "three registered nodes", func() bool { return len(watch.Map().Nodes) == 3 })
+	testutil.WriteVersion(t, root, "db", "v1", 6, testutil.Sharded, seqfile.WriterOptions{}, testutil.Records(300, "v1"))
+	for _, d := range ds {
+		d.Refresh()
+	}
+	for _, d := range ds {
+		waitFor(t, d.Addr+" active", func() bool { return d.Versions.CurrentVersion("db") == "v1" })
+	}
+
+	// Every status page names the same leader, which alone says it leads.
+	var leader string
+	waitFor(t, "every node naming one leader", func() bool {
+		leading := 0
+		leader = ""
+		for _, d := range ds {
+			c := statusOf(t, d.Addr).Coordination
+			if c == nil || c.Leader == "" || (leader != "" && c.Leader != leader) {
+				return false
+			}
+			leader = c.Leader
+			if c.Leading {
+				leading++
+			}
+		}
+		return leading == 1
+	})
+	if !slices.Contains(shards, leader) {
+		t.Fatalf("leader %q is not one of %v", leader, shards)
+	}
+
+	// ELECT: the same leader and ring version everywhere, index 0 as the
+	// ring deals it, and each node's own state of the partition.
+	holders := hashring.Holders(shards, 6, 2)
+	var ring int64
+	for i, d := range ds {
+		resp, err := http.Get("http://" + d.Addr + "/_elect/db/v1/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v coordinator.Vote
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("ELECT on %s: %s, %v", d.Addr, resp.Status, err)
+		}
+		if i == 0 {
+			ring = v.RingVersion
+		}
+		want := coordinator.StateNotFound
+		if slices.Contains(holders[0], d.Addr) {
+			want = coordinator.StatePublished
+		}
+		if v.Leader != leader || v.RingVersion != ring || v.Index0 != holders[0][0] || v.State != want || v.Node != d.Addr {
+			t.Errorf("ELECT on %s = %+v; want leader %s, ring %d, index0 %s, state %s", d.Addr, v, leader, ring, holders[0][0], want)
+		}
+	}
+	if code, _, _ := httpGet(t, "http://"+ds[0].Addr+"/_elect/db/v1/x"); code != http.StatusBadRequest {
+		t.Errorf("ELECT with a bad partition = %d, want 400", code)
+	}
+
+	// A follower dies for good: after rereplicate_after the leader
+	// commits an assignment that leaves it out.
+	victim := slices.IndexFunc(ds, func(d *Daemon) bool { return d.Addr != leader })
+	dead := ds[victim].Addr
+	cancels[victim]()
+	ds[victim].Wait()
+	lead := ds[slices.Index(shards, leader)]
+	waitFor(t, "an assignment without the dead node", func() bool {
+		c := statusOf(t, lead.Addr).Coordination
+		return c != nil && c.Epoch >= 1 && c.DecidedBy == leader
+	})
+	reader := srv.Conn()
+	defer reader.Close()
+	as, err := reader.Assignments(context.Background())
+	if err != nil || len(as) != 1 {
+		t.Fatalf("assignments = %+v, %v", as, err)
+	}
+	for p, hs := range as[0].Replicas {
+		if len(hs) != 2 || slices.Contains(hs, dead) {
+			t.Fatalf("partition %d assigned to %v (dead %s)", p, hs, dead)
+		}
+	}
+}
