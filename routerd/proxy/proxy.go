@@ -168,7 +168,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 			return false
 		}
 		inflight++
-		go p.attempt(ctx, n, call, req, hedge, results)
+		go p.attempt(ctx, n, call, time.Now(), req, hedge, results)
 		return true
 	}
 	launch(false)
@@ -282,14 +282,22 @@ func remove(s []*health.Node, i int) []*health.Node {
 }
 
 // attempt asks one node and reports to results and to the node's health.
-func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, req *Request, hedge bool, results chan<- result) {
+// start is when it was launched.
+func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, start time.Time, req *Request, hedge bool, results chan<- result) {
 	resp, err := p.opts.Upstream.Get(ctx, n.Addr(), req)
 	outcome := health.Success
 	switch {
 	case err != nil:
 		outcome = health.Failure
-		if errors.Is(ctx.Err(), context.Canceled) {
+		switch {
+		case errors.Is(ctx.Err(), context.Canceled):
 			// Another replica answered first, or the client left.
+			outcome = health.Ignored
+		case errors.Is(ctx.Err(), context.DeadlineExceeded) && time.Since(start) < p.opts.StageTimeout:
+			// A hedge started late in a lookup that then ran out of
+			// time had less than a stage to answer: that says nothing
+			// about the node, and counting it would open the breakers
+			// of healthy replicas of a starved lookup.
 			outcome = health.Ignored
 		}
 	case resp.Status == http.StatusServiceUnavailable:

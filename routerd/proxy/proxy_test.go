@@ -272,3 +272,41 @@ func TestBudget(t *testing.T) {
 		t.Fatal("ratio 0 must allow no hedges")
 	}
 }
+
+// TestLateHedgeTimeoutNotAFailure: a lookup runs out of time with a hedge
+// that started only just before; the first replica, which had the whole
+// lookup, counts a failure, the late hedge does not.
+func TestLateHedgeTimeoutNotAFailure(t *testing.T) {
+	hang := slow(time.Hour, ok("x"))
+	s := &script{nodes: map[string]behaviour{"first": hang, "late": hang}}
+	tr := health.New(health.Options{FailureThreshold: 100})
+	// The first replica gets the whole lookup (more than a stage), the
+	// hedge at most the rest (less than a stage), however late the
+	// goroutines run.
+	p, err := New(Options{Upstream: s, Health: tr, Timeout: 600 * time.Millisecond, StageTimeout: 400 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Do(context.Background(), req("first", "late")); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err %v, want ErrTimeout", err)
+	}
+	calls := s.called()
+	if len(calls) != 2 {
+		t.Fatalf("calls %v, want the first replica and one hedge", calls)
+	}
+	// The attempts report after Do returns: wait for both to end.
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.Node("first").Outstanding()+tr.Node("late").Outstanding() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("attempts still outstanding after 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	failures := map[string]uint32{}
+	for _, st := range tr.Status() {
+		failures[st.Addr] = st.Failures
+	}
+	if failures[calls[0]] != 1 || failures[calls[1]] != 0 {
+		t.Fatalf("consecutive failures %v: want 1 for %s (had the whole lookup), 0 for the late hedge %s", failures, calls[0], calls[1])
+	}
+}
