@@ -17,12 +17,14 @@ import (
 
 // pollNodes is static discovery over the given storaged processes, as
 // routerd's --storaged gives it, reading each node's status every 50ms.
+// A node that misses one read leaves the map, so a read gets seconds: on
+// a loaded machine a status page can take a few hundred ms.
 func pollNodes(t testing.TB, nodes ...*storaged) topo.Watcher {
 	urls := make([]string, len(nodes))
 	for i, n := range nodes {
 		urls[i] = n.url()
 	}
-	w, err := statictopo.New(statictopo.Options{URLs: urls, Period: 50 * time.Millisecond, Timeout: time.Second})
+	w, err := statictopo.New(statictopo.Options{URLs: urls, Period: 50 * time.Millisecond, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
