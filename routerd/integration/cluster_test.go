@@ -78,7 +78,30 @@ func startStoraged(t testing.TB, source string, extra ...string) *storaged {
 	return s
 }
 
-func (s *storaged) start() {
+// startClusterStoraged runs storaged in cluster mode against ZooKeeper at
+// zkAddr, advertising its loopback address; it does not wait, since a
+// cluster node is healthy only once a version is ACTIVE.
+func startClusterStoraged(t testing.TB, zkAddr, cluster, source string) *storaged {
+	t.Helper()
+	s := &storaged{t: t, addr: freeAddr(t), store: t.TempDir()}
+	s.args = []string{"--source", source, "--local-store", s.store, "--bind", s.addr,
+		"--zk", zkAddr, "--cluster", cluster, "--advertise", s.addr,
+		"--time-to-converge", "1s", "--zk-session-timeout", clusterSessionTimeout.String()}
+	s.spawn()
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() {
+			t.Logf("storaged %s log:\n%s", s.addr, s.log)
+		}
+	})
+	return s
+}
+
+// clusterSessionTimeout is the cluster nodes' ZooKeeper session timeout:
+// how long a killed node stays in the map.
+const clusterSessionTimeout = 3 * time.Second
+
+func (s *storaged) spawn() {
 	s.t.Helper()
 	s.log = &bytes.Buffer{}
 	s.cmd = exec.Command(storagedBin, s.args...)
@@ -86,6 +109,11 @@ func (s *storaged) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("starting storaged: %v", err)
 	}
+}
+
+func (s *storaged) start() {
+	s.t.Helper()
+	s.spawn()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + s.addr + "/healthz")

@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"spangle/routerd/config"
+	"spangle/shared/topo"
+	"spangle/shared/topo/zktopo"
+	"spangle/shared/zktest"
+)
+
+// waitMap waits until w's map satisfies cond, which says what is still
+// missing ("" when nothing is).
+func waitMap(t *testing.T, w topo.Watcher, d time.Duration, cond func(*topo.Map) string) *topo.Map {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var rev uint64
+	last := "no map yet"
+	for {
+		m, err := w.Wait(ctx, rev)
+		if err != nil {
+			t.Fatalf("after %v: %s (%v)", d, last, err)
+		}
+		rev = m.Revision
+		if last = cond(m); last == "" {
+			return m
+		}
+	}
+}
+
+// fullyReplicated says what keeps every partition of db's version from
+// having at least want registered replicas.
+func fullyReplicated(db, version string, want int) func(*topo.Map) string {
+	return func(m *topo.Map) string {
+		v := m.Version(db, version)
+		if v == nil {
+			return fmt.Sprintf("%s %s not in the map", db, version)
+		}
+		for p := 0; p < v.NumPartitions; p++ {
+			if n := len(m.Replicas(db, version, p)); n < want {
+				return fmt.Sprintf("partition %d has %d replicas, want %d", p, n, want)
+			}
+		}
+		return ""
+	}
+}
+
+// TestKill9DuringReadsOnZooKeeper: three storaged processes in cluster
+// mode (replication 2) register in a real ZooKeeper; routerd discovers
+// them there (--zk). While 8 readers loop over all keys, one storaged is
+// killed with SIGKILL: it stays in ZooKeeper until its session expires,
+// so routerd keeps meeting a dead replica for seconds, then the map drops
+// it. No read may fail, and hedging is off, so failover alone saves them.
+func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
+	zks := zktest.Start(t)
+	const cluster = "rk"
+	root := t.TempDir()
+	nodes := []*storaged{
+		startClusterStoraged(t, zks.Addr(), cluster, root),
+		startClusterStoraged(t, zks.Addr(), cluster, root),
+		startClusterStoraged(t, zks.Addr(), cluster, root),
+	}
+	w, err := zktopo.OpenWatcher(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// The version appears only once every node is registered, so that
+	// the ring deals it over all three.
+	waitMap(t, w, time.Minute, func(m *topo.Map) string {
+		if len(m.Nodes) != len(nodes) {
+			return fmt.Sprintf("%d nodes registered, want %d", len(m.Nodes), len(nodes))
+		}
+		return ""
+	})
+	writeVersion(t, root, testDB, "v1", testParts, testKeys)
+	for _, n := range nodes {
+		n.refresh()
+	}
+	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
+
+	cfg := config.Default()
+	cfg.ZK = []string{zks.Addr()}
+	cfg.Cluster = cluster
+	cfg.CacheSize = 0
+	cfg.ProxyTimeout = failoverTimeout
+	cfg.ProxyStageTimeout = 100 * time.Millisecond
+	cfg.HedgeBudget = 0
+	rd := startRouterd(t, cfg, nil, testDB)
+
+	victim := nodes[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan []*readerStats)
+	go func() { done <- readers(ctx, 8, rd.base, testDB, testKeys) }()
+	time.Sleep(time.Second)
+	killed := time.Now()
+	victim.kill()
+	// Read on while the dead node is still registered and after its
+	// session expired and it left the map.
+	waitMap(t, w, time.Minute, func(m *topo.Map) string {
+		if _, ok := m.Nodes[victim.addr]; ok {
+			return "the killed node is still registered"
+		}
+		return ""
+	})
+	gone := time.Since(killed)
+	time.Sleep(time.Second)
+	cancel()
+	rs := <-done
+	reads, failures, samples, _, _ := total(rs)
+	if failures > 0 {
+		t.Fatalf("%d of %d reads failed after kill -9 of a replica: %v", failures, reads, samples)
+	}
+	if h := rd.metric(t, "routerd_hedges_started_total"); h != 0 {
+		t.Fatalf("%v hedges with hedging off", h)
+	}
+	t.Logf("%d reads, none failed; the killed node left ZooKeeper's map after %v; breaker transitions %v",
+		reads, gone.Round(10*time.Millisecond), rd.metric(t, "routerd_breaker_transitions_total"))
+}
