@@ -12,6 +12,8 @@ import (
 	"spangle/shared/topo"
 	"spangle/storaged/config"
 	"spangle/storaged/coordinator"
+	"spangle/storaged/transfer"
+	"spangle/storaged/versions"
 )
 
 // newCoordinator makes the node's coordinator when conn offers leader
@@ -53,18 +55,37 @@ func assignedHook(conn topo.Conn, co topo.Coordination, shard string) func(ctx c
 	}
 }
 
-// withElect routes GET /_elect/... to the coordinator and the rest to
-// next. It matches the raw prefix rather than using a ServeMux, which
-// would clean (and redirect) key paths holding "//" or "..".
-func withElect(c *coordinator.Coordinator, next http.Handler) http.Handler {
+// withCoordination routes GET /_elect/... to the coordinator, GET
+// /_partition/... to the partition copier, and the rest to next. It
+// matches raw prefixes rather than using a ServeMux, which would clean
+// (and redirect) key paths holding "//" or "..".
+func withCoordination(c *coordinator.Coordinator, mgr *versions.Manager, next http.Handler) http.Handler {
 	if c == nil {
 		return next
 	}
+	copier := transfer.Handler(mgr.PartitionDir)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, coordinator.ElectPrefix) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, coordinator.ElectPrefix):
 			c.ServeHTTP(w, r)
-			return
+		case strings.HasPrefix(r.URL.Path, transfer.Prefix):
+			copier.ServeHTTP(w, r)
+		default:
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// newFollower makes the Follower that fetches what the leader assigns
+// this node and drops what it takes away.
+func newFollower(conn topo.Conn, co topo.Coordination, node topo.Node, mgr *versions.Manager, log *zap.Logger) (*coordinator.Follower, error) {
+	f, err := coordinator.NewFollower(coordinator.FollowerOptions{
+		Conn: conn, Coord: co, Self: node,
+		Holder: &holder{mgr: mgr, client: &http.Client{}, log: log.Named("follower")},
+		Log:    log.Named("follower"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	return f, nil
 }

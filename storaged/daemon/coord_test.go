@@ -12,6 +12,7 @@ import (
 
 	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
+	"spangle/shared/topo"
 	"spangle/shared/topo/memtopo"
 	"spangle/storaged/config"
 	"spangle/storaged/coordinator"
@@ -49,7 +50,8 @@ func TestCoordinationInProcess(t *testing.T) {
 	watch := srv.Watcher()
 	defer watch.Close()
 	waitFor(t, "three registered nodes", func() bool { return len(watch.Map().Nodes) == 3 })
-	testutil.WriteVersion(t, root, "db", "v1", 6, testutil.Sharded, seqfile.WriterOptions{}, testutil.Records(300, "v1"))
+	recs := testutil.Records(300, "v1")
+	testutil.WriteVersion(t, root, "db", "v1", 6, testutil.Sharded, seqfile.WriterOptions{}, recs)
 	for _, d := range ds {
 		d.Refresh()
 	}
@@ -109,9 +111,14 @@ func TestCoordinationInProcess(t *testing.T) {
 	}
 
 	// A follower dies for good: after rereplicate_after the leader
-	// commits an assignment that leaves it out.
+	// commits an assignment that leaves it out, the others copy its
+	// partitions from each other, and a client that tries the replicas
+	// the map names never fails meanwhile.
 	victim := slices.IndexFunc(ds, func(d *Daemon) bool { return d.Addr != leader })
 	dead := ds[victim].Addr
+	stopReads := make(chan struct{})
+	readsDone := make(chan [2]int)
+	go func() { readsDone <- readLoop(watch, recs, stopReads) }()
 	cancels[victim]()
 	ds[victim].Wait()
 	lead := ds[slices.Index(shards, leader)]
@@ -128,6 +135,68 @@ func TestCoordinationInProcess(t *testing.T) {
 	for p, hs := range as[0].Replicas {
 		if len(hs) != 2 || slices.Contains(hs, dead) {
 			t.Fatalf("partition %d assigned to %v (dead %s)", p, hs, dead)
+		}
+	}
+	waitFor(t, "every partition back at 2 replicas", func() bool {
+		v := watch.Map().Version("db", "v1")
+		for _, r := range v.Replicas {
+			if len(r) != 2 || slices.Contains(r, dead) {
+				return false
+			}
+		}
+		return true
+	})
+	close(stopReads)
+	res := <-readsDone
+	if res[0] == 0 || res[1] > 0 {
+		t.Errorf("%d reads, %d failed while re-replicating", res[0], res[1])
+	}
+	// The survivors serve every key of the partitions they gained.
+	for _, d := range ds {
+		if d.Addr == dead {
+			continue
+		}
+		held := d.Versions.HeldPartitions("db", "v1")
+		if len(held) != 6 {
+			t.Errorf("%s holds %v, want all 6 partitions", d.Addr, held)
+		}
+		for i := 0; i < len(recs); i += 7 {
+			if code, body, _ := httpGet(t, "http://"+d.Addr+"/db/"+string(recs[i].Key)); code != http.StatusOK || body != string(recs[i].Value) {
+				t.Fatalf("%s: key %q = %d %q", d.Addr, recs[i].Key, code, body)
+			}
+		}
+	}
+	t.Logf("%d reads during re-replication, none failed", res[0])
+}
+
+// readLoop reads keys as a router would until stop closes: each through
+// the replicas the map names for its partition, failing only when none
+// answers. It returns the reads and the failures.
+func readLoop(w interface{ Map() *topo.Map }, recs []testutil.Record, stop <-chan struct{}) [2]int {
+	client := &http.Client{Timeout: 5 * time.Second}
+	reads, failed := 0, 0
+	for i := 0; ; i = (i + 1) % len(recs) {
+		select {
+		case <-stop:
+			return [2]int{reads, failed}
+		default:
+		}
+		key := recs[i].Key
+		ok := false
+		for _, addr := range w.Map().Replicas("db", "v1", hashring.Partition(key, 6)) {
+			resp, err := client.Get("http://" + addr + "/db/" + string(key))
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ok = true
+				break
+			}
+		}
+		reads++
+		if !ok {
+			failed++
 		}
 	}
 }

@@ -100,6 +100,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	var (
 		ctl   *cluster.Controller
 		coord *coordinator.Coordinator
+		co    topo.Coordination
 	)
 	if cfg.ClusterMode() {
 		mode = "cluster"
@@ -109,7 +110,6 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			}
 		}
 		s := cfg.Sharding
-		var co topo.Coordination
 		if coord, co, err = newCoordinator(cfg, conn, node, log); err != nil {
 			return nil, err
 		}
@@ -158,7 +158,13 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d = &Daemon{Addr: addr, Versions: mgr, Server: srv, Cluster: ctl, log: log, done: make(chan struct{})}
-	hs := &http.Server{Handler: withElect(coord, srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	var follower *coordinator.Follower
+	if coord != nil {
+		if follower, err = newFollower(conn, co, node, mgr, log); err != nil {
+			return nil, err
+		}
+	}
+	hs := &http.Server{Handler: withCoordination(coord, mgr, srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 
 	mctx, mcancel := context.WithCancel(context.Background())
@@ -189,6 +195,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		go func() {
 			defer wg.Done()
 			coord.Run(mctx)
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			follower.Run(mctx)
 		}()
 	}
 	log.Info("storaged listening", zap.String("addr", addr), zap.String("mode", mode), zap.String("advertised", advertised),

@@ -1,0 +1,179 @@
+package versions
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/storaged/loader"
+	"spangle/storaged/store"
+)
+
+// dropGrace is how long a dropped partition stays open for requests that
+// acquired the version before the drop.
+const dropGrace = time.Minute
+
+// servableLocked returns the state of db/version if it is servable (or
+// loaded and waiting for activation), else nil.
+func (m *Manager) servableLocked(db, version string) *vstate {
+	d := m.dbs[db]
+	if d == nil {
+		return nil
+	}
+	vs := d.versions[version]
+	if vs == nil || vs.v == nil || vs.removing || vs.phase == removing || vs.phase == failed {
+		return nil
+	}
+	return vs
+}
+
+// HeldPartitions returns the partitions of db/version this node serves,
+// ascending; nil when it serves no such version.
+func (m *Manager) HeldPartitions(db, version string) []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if vs := m.servableLocked(db, version); vs != nil {
+		return vs.v.Held()
+	}
+	return nil
+}
+
+// PartitionDir returns the directory of partition p of db/version when
+// this node serves it: its files are immutable, so a peer may copy them.
+func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vs := m.servableLocked(db, version)
+	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil {
+		return "", false
+	}
+	return m.opts.Store.PartitionDir(db, version, p), true
+}
+
+// AddPartition makes this node serve partition p of a version it already
+// serves, for the coordinator's re-replication and rebalancing. fill, if
+// not nil, writes the partition's database into an empty directory (a
+// copy from a peer); if it is nil or fails, the partition is built from
+// the source. The partition is then served beside the others and
+// announced through Hooks.PartitionReady. Errors: ErrVersionNotHeld.
+func (m *Manager) AddPartition(ctx context.Context, db, version string, p int, fill func(ctx context.Context, dir string) error) error {
+	m.mu.Lock()
+	vs := m.servableLocked(db, version)
+	if vs == nil {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s/%s", ErrVersionNotHeld, db, version)
+	}
+	n := vs.v.NumPartitions
+	if p < 0 || p >= n {
+		m.mu.Unlock()
+		return fmt.Errorf("versions: %s/%s has no partition %d", db, version, p)
+	}
+	if vs.v.parts[p] != nil {
+		m.mu.Unlock()
+		return nil
+	}
+	files := vs.files
+	m.mu.Unlock()
+
+	dir := m.opts.Store.PartitionDir(db, version, p)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("versions: %w", err)
+	}
+	from := "peer"
+	if fill == nil || fill(ctx, dir) != nil {
+		from = "source"
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("versions: %w", err)
+		}
+		lopts := m.opts.Loader
+		lopts.Limit = m.limit
+		lopts.Log = m.log
+		_, err := loader.Load(ctx, loader.Request{
+			Source: m.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
+			Dir: func(int) string { return dir },
+		}, lopts)
+		if err != nil {
+			os.RemoveAll(dir)
+			return fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
+		}
+	}
+	part, err := store.OpenPartition(dir, m.opts.Cache)
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("versions: %w", err)
+	}
+
+	m.mu.Lock()
+	if m.servableLocked(db, version) != vs {
+		m.mu.Unlock()
+		part.Close()
+		return fmt.Errorf("%w: %s/%s went while partition %d was fetched", ErrVersionNotHeld, db, version, p)
+	}
+	if vs.v.parts[p] != nil { // added meanwhile
+		m.mu.Unlock()
+		part.Close()
+		return nil
+	}
+	vs.v = vs.v.withPartition(p, part)
+	m.recordHeldLocked(db, version, vs.v.Held())
+	m.publishLocked()
+	m.mu.Unlock()
+	m.log.Info("partition added", zap.String("db", db), zap.String("version", version), zap.Int("partition", p), zap.String("from", from))
+	if f := m.opts.Hooks.PartitionReady; f != nil {
+		f(db, version, p, n)
+	}
+	return nil
+}
+
+// DropPartition stops serving partition p of db/version, which the
+// coordinator gave to other nodes. Requests already under way finish:
+// the partition is closed and deleted a minute later.
+func (m *Manager) DropPartition(_ context.Context, db, version string, p int) error {
+	m.mu.Lock()
+	vs := m.servableLocked(db, version)
+	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	part := vs.v.parts[p]
+	vs.v = vs.v.withPartition(p, nil)
+	m.recordHeldLocked(db, version, vs.v.Held())
+	m.publishLocked()
+	m.mu.Unlock()
+	dir := m.opts.Store.PartitionDir(db, version, p)
+	time.AfterFunc(dropGrace, func() {
+		part.Close()
+		os.RemoveAll(dir)
+	})
+	m.log.Info("partition dropped", zap.String("db", db), zap.String("version", version), zap.Int("partition", p))
+	return nil
+}
+
+// recordHeldLocked rewrites the local manifest's partition list, so a
+// restart reuses what the node holds now.
+func (m *Manager) recordHeldLocked(db, version string, held []int) {
+	man, err := m.opts.Store.ReadManifest(db, version)
+	if err != nil {
+		return
+	}
+	man.Partitions = held
+	if err := m.opts.Store.WriteManifest(man); err != nil {
+		m.log.Warn("recording the held partitions", zap.String("db", db), zap.String("version", version), zap.Error(err))
+	}
+}
+
+// withPartition returns a copy of v serving part as partition p (nil: not
+// serving p). The copy shares v's open partitions; v stays usable by the
+// requests that hold it.
+func (v *Version) withPartition(p int, part *store.Partition) *Version {
+	parts := slices.Clone(v.parts)
+	parts[p] = part
+	nv := newVersion(v.DB, v.Name, v.NumPartitions, v.Created, parts)
+	nv.current.Store(v.current.Load())
+	nv.lastUsed.Store(v.lastUsed.Load())
+	return nv
+}
