@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"spangle/shared/zktest"
+)
+
+// testRereplicateAfter is the rereplicate_after of the re-replication
+// test: short, so the test takes seconds.
+const testRereplicateAfter = 2 * time.Second
+
+// TestRereplication: three storaged processes on a real ZooKeeper; one
+// (not the leader) is killed for good. Once its session has expired and
+// rereplicate_after has passed, the leader assigns its partitions to the
+// survivors, which copy them from each other: every partition is back
+// to two live replicas, and a client trying the nodes in turn never
+// fails to read a key meanwhile.
+func TestRereplication(t *testing.T) {
+	zks := zktest.Start(t)
+	root := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "storaged.toml")
+	toml := "[sharding]\nrereplicate_after = \"" + testRereplicateAfter.String() + "\"\n"
+	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*node
+	for i := 0; i < 3; i++ {
+		nodes = append(nodes, startNode(t, zks.Addr(), root, "--config", cfg))
+	}
+	addVersionWhenRegistered(t, zks, root, "v1", nodes)
+
+	var leader string
+	waitFor(t, zkDeadline, "every node naming one leader", func() bool {
+		leader = ""
+		for _, n := range nodes {
+			st, err := n.status()
+			if err != nil || st.Coordination == nil || st.Coordination.Leader == "" ||
+				(leader != "" && st.Coordination.Leader != leader) {
+				return false
+			}
+			leader = st.Coordination.Leader
+		}
+		return true
+	})
+	var dead *node
+	var live []*node
+	for _, n := range nodes {
+		if n.addr != leader && dead == nil {
+			dead = n
+		} else {
+			live = append(live, n)
+		}
+	}
+
+	// A client that tries every node in turn, as a router tries replicas.
+	var reads, failed atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i = (i + 1) % testKeys {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ok := false
+			for _, n := range nodes {
+				if code, body, _, err := n.get(testDB, keyOf(i)); err == nil && code == 200 && body == valueOf(i, "v1") {
+					ok = true
+					break
+				}
+			}
+			reads.Add(1)
+			if !ok {
+				failed.Add(1)
+			}
+		}
+	}()
+
+	killed := time.Now()
+	dead.kill()
+	waitFor(t, zkDeadline, "both survivors serving every partition", func() bool {
+		for _, n := range live {
+			st, err := n.status()
+			if err != nil || st.Cluster == nil || len(st.DBs[testDB].Versions["v1"].Partitions) != testParts {
+				return false
+			}
+			v := st.Cluster.Version(testDB, "v1")
+			for _, r := range v.Replicas {
+				if len(r) != testRepl || slices.Contains(r, dead.addr) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	took := time.Since(killed)
+	close(stop)
+	<-done
+	if failed.Load() > 0 || reads.Load() == 0 {
+		t.Errorf("%d of %d reads failed while re-replicating", failed.Load(), reads.Load())
+	}
+	st, err := live[0].status()
+	if err != nil || st.Coordination == nil || st.Coordination.Epoch < 1 || st.Coordination.DecidedBy != leader {
+		t.Errorf("coordination status after re-replication: %+v, %v", st.Coordination, err)
+	}
+	t.Logf("full replication again %v after the kill (session timeout %v + rereplicate_after %v + copies); %d reads, none failed",
+		took.Round(10*time.Millisecond), testSessionTimeout, testRereplicateAfter, reads.Load())
+}
