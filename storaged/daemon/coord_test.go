@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +79,10 @@ func TestCoordinationInProcess(t *testing.T) {
 	})
 	if !slices.Contains(shards, leader) {
 		t.Fatalf("leader %q is not one of %v", leader, shards)
+	}
+	if code, page, _ := httpGet(t, "http://"+ds[0].Addr+"/"); code != http.StatusOK ||
+		!strings.Contains(page, "<h2>Coordination</h2>") || !strings.Contains(page, "Leader: <b>"+leader+"</b>") {
+		t.Errorf("the status page does not show the leader %s:\n%s", leader, page)
 	}
 
 	// ELECT: the same leader and ring version everywhere, index 0 as the

@@ -1,0 +1,82 @@
+package transfer
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCopyPartition(t *testing.T) {
+	src := t.TempDir()
+	files := map[string]string{"000002.ldb": "table bytes", "CURRENT": "MANIFEST-000001\n", "MANIFEST-000001": "edit"}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, skip := range []string{"LOCK", "LOG"} {
+		os.WriteFile(filepath.Join(src, skip), []byte("x"), 0o644)
+	}
+	srv := httptest.NewServer(Handler(func(db, version string, p int) (string, bool) {
+		return src, db == "db" && version == "v1" && p == 3
+	}))
+	defer srv.Close()
+	peer := strings.TrimPrefix(srv.URL, "http://")
+	ctx := context.Background()
+
+	dst := filepath.Join(t.TempDir(), "p-3")
+	if err := Fetch(ctx, srv.Client(), peer, "db", "v1", 3, dst); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dst)
+	if len(entries) != len(files) {
+		t.Fatalf("copied %d files, want %d (LOCK and LOG left out)", len(entries), len(files))
+	}
+	for name, body := range files {
+		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != body {
+			t.Errorf("%s = %q, %v", name, got, err)
+		}
+	}
+	if err := Fetch(ctx, srv.Client(), peer, "db", "v1", 4, t.TempDir()); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("a partition the peer lacks: %v, want ErrNotHeld", err)
+	}
+	if code := get(t, srv.URL+Prefix+"db/v1/x"); code != http.StatusBadRequest {
+		t.Errorf("bad partition: %d", code)
+	}
+}
+
+func get(t *testing.T, url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A peer that sends an entry outside the partition directory is refused.
+func TestFetchRefusesPaths(t *testing.T) {
+	for _, name := range []string{"../escape", "sub/file", "/abs"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var buf bytes.Buffer
+			tw := tar.NewWriter(&buf)
+			tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+			tw.Write([]byte("x"))
+			tw.Close()
+			w.Write(buf.Bytes())
+		}))
+		dir := filepath.Join(t.TempDir(), "p")
+		err := Fetch(context.Background(), srv.Client(), strings.TrimPrefix(srv.URL, "http://"), "db", "v1", 0, dir)
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), "refusing") {
+			t.Errorf("entry %q: Fetch = %v, want a refusal", name, err)
+		}
+	}
+}
