@@ -89,7 +89,8 @@ func TestBoundedInBytes(t *testing.T) {
 }
 
 func TestSingleflight(t *testing.T) {
-	c := New(Options[string]{MaxBytes: 1 << 20})
+	var misses atomic.Int64
+	c := New(Options[string]{MaxBytes: 1 << 20, OnMiss: func() { misses.Add(1) }})
 	var calls atomic.Int64
 	release := make(chan struct{})
 	fill := func(ctx context.Context) (string, bool, error) {
@@ -106,6 +107,11 @@ func TestSingleflight(t *testing.T) {
 				t.Errorf("%q %v", v, err)
 			}
 		}()
+	}
+	// Release the fill only once every caller has missed (then a moment
+	// more to join the flight), however slowly the goroutines run.
+	for misses.Load() < 50 {
+		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(20 * time.Millisecond)
 	close(release)

@@ -22,7 +22,9 @@ func fail(t *testing.T, n *Node, k int) {
 func TestBreakerOpensAndRecovers(t *testing.T) {
 	var mu sync.Mutex
 	var trans []string
-	tr := New(Options{FailureThreshold: 3, OpenTimeout: 50 * time.Millisecond,
+	// The open timeout outlasts any stall of a loaded machine between
+	// the checks made while the breaker must still be open.
+	tr := New(Options{FailureThreshold: 3, OpenTimeout: 500 * time.Millisecond,
 		OnTransition: func(addr string, from, to gobreaker.State) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -58,9 +60,15 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 	if n.Available() {
 		t.Fatal("forced call closed the breaker")
 	}
-	time.Sleep(60 * time.Millisecond)
-	if !n.Available() {
-		t.Fatal("not half-open after the open timeout")
+	opened := time.Now()
+	for !n.Available() {
+		if time.Since(opened) > 10*time.Second {
+			t.Fatal("not half-open long after the open timeout")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if el := time.Since(opened); el < 400*time.Millisecond {
+		t.Fatalf("half-open after %v, before the open timeout", el)
 	}
 	probe, ok := n.Begin(false)
 	if !ok {

@@ -80,6 +80,7 @@ func TestZooKeeperDiscovery(t *testing.T) {
 	cfg.Cluster = "rt"
 	cfg.ZKSessionTimeout = 5 * time.Second
 	cfg.CacheSize = 0
+	cfg.ProxyTimeout = failoverTimeout
 	rd := startRouterd(t, cfg, nil, testDB)
 
 	client := &http.Client{Timeout: 10 * time.Second}

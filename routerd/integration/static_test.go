@@ -60,9 +60,9 @@ func get(t testing.TB, client *http.Client, url string, hdr ...string) (int, str
 	return resp.StatusCode, string(b), resp.Header, time.Since(start)
 }
 
-// failoverConfig is staticConfig for the tests of failover, shedding and
-// version switches: their subject is that no read fails, not how fast
-// reads are, so a lookup gets seconds (on a loaded 2-core machine under
+// failoverConfig is staticConfig for the tests of failover, shedding,
+// version switches and the cache: their subject is that no read fails or
+// goes wrong, not how fast reads are, so a lookup gets seconds (on a loaded 2-core machine under
 // -race a plain GET to storaged takes a few hundred ms at its worst, and
 // sequins' 100ms default would turn that into 504s). A broken failover
 // still shows: a read waiting on a dead or shedding replica outlasts the
@@ -233,7 +233,7 @@ func TestNewVersionDuringReads(t *testing.T) {
 func TestCacheAfterVersionSwitch(t *testing.T) {
 	src := source(t, "v1")
 	a := startStoraged(t, src)
-	cfg := staticConfig(a)
+	cfg := failoverConfig(a)
 	cfg.CacheSize = 16 << 20
 	rd := startRouterd(t, cfg, pollNodes(t, a), testDB)
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
