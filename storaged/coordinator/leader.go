@@ -152,10 +152,17 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 				why = "re-replication"
 			}
 		}
+		// With rendezvous, the placement is kept as Rendezvous would make
+		// it from itself: stable when nothing changed, a joining shard's
+		// share when one joined (also one that loaded the plain ring's
+		// share by itself: its surplus copies go). Not while copies are
+		// missing: repair comes first.
 		if c.opts.Strategy.Name() == (placement.Rendezvous{}).Name() && len(Gone(next, live)) == 0 &&
-			len(Idle(next, live)) > 0 && !under(next, r, len(live)) && (assigned || !under(pub, r, len(live))) {
-			next = Rebalance(next, live, r)
-			why += " rebalance"
+			!under(next, r, len(live)) && (assigned || !under(pub, r, len(live))) {
+			if rb := Rebalance(next, live, r); !samePlacement(rb, next) {
+				next = rb
+				why += " rebalance"
+			}
 		}
 		if samePlacement(next, cur) {
 			continue

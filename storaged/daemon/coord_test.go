@@ -178,6 +178,11 @@ func TestCoordinationInProcess(t *testing.T) {
 // the replicas the map names for its partition, failing only when none
 // answers. It returns the reads and the failures.
 func readLoop(w interface{ Map() *topo.Map }, recs []testutil.Record, stop <-chan struct{}) [2]int {
+	return readLoopN(w, recs, 6, stop)
+}
+
+// readLoopN is readLoop for a version of n partitions.
+func readLoopN(w interface{ Map() *topo.Map }, recs []testutil.Record, n int, stop <-chan struct{}) [2]int {
 	client := &http.Client{Timeout: 5 * time.Second}
 	reads, failed := 0, 0
 	for i := 0; ; i = (i + 1) % len(recs) {
@@ -188,7 +193,7 @@ func readLoop(w interface{ Map() *topo.Map }, recs []testutil.Record, stop <-cha
 		}
 		key := recs[i].Key
 		ok := false
-		for _, addr := range w.Map().Replicas("db", "v1", hashring.Partition(key, 6)) {
+		for _, addr := range w.Map().Replicas("db", "v1", hashring.Partition(key, n)) {
 			resp, err := client.Get("http://" + addr + "/db/" + string(key))
 			if err != nil {
 				continue

@@ -1,0 +1,93 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"spangle/shared/seqfile"
+	"spangle/shared/topo/memtopo"
+	"spangle/storaged/config"
+	"spangle/storaged/internal/testutil"
+)
+
+// TestRebalanceOnJoinInProcess: with the rendezvous strategy, a fourth
+// node joining a three-node cluster gets its share of the served
+// version; the others hand over only what it takes, and every key stays
+// readable through the replicas the map names.
+func TestRebalanceOnJoinInProcess(t *testing.T) {
+	const parts, repl = 12, 2
+	root := t.TempDir()
+	srv := memtopo.NewServer()
+	start := func() *Daemon {
+		cfg := config.Default()
+		cfg.Source, cfg.LocalStore, cfg.Bind = root, t.TempDir(), "127.0.0.1:0"
+		cfg.ZK.Servers = []string{"unused:2181"}
+		cfg.Sharding.TimeToConverge = 300 * time.Millisecond
+		cfg.Sharding.Assignment = "rendezvous"
+		cfg.LevelDB.NoSync = true
+		ctx, cancel := context.WithCancel(context.Background())
+		d, err := StartWith(ctx, cfg, zaptest.NewLogger(t), Options{Conn: srv.Conn()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cancel(); d.Wait() })
+		return d
+	}
+	ds := []*Daemon{start(), start(), start()}
+	watch := srv.Watcher()
+	defer watch.Close()
+	waitFor(t, "three registered nodes", func() bool { return len(watch.Map().Nodes) == 3 })
+	recs := testutil.Records(600, "v1")
+	testutil.WriteVersion(t, root, "db", "v1", parts, testutil.Sharded, seqfile.WriterOptions{}, recs)
+	for _, d := range ds {
+		d.Refresh()
+	}
+	for _, d := range ds {
+		waitFor(t, d.Addr+" active", func() bool { return d.Versions.CurrentVersion("db") == "v1" })
+	}
+	before := map[string][]int{}
+	for _, d := range ds {
+		before[d.Addr] = d.Versions.HeldPartitions("db", "v1")
+	}
+
+	stop := make(chan struct{})
+	done := make(chan [2]int)
+	go func() { done <- readLoopN(watch, recs, parts, stop) }()
+	joiner := start()
+	joiner.Refresh()
+	waitFor(t, "the joiner serving its share, every partition at exactly 2 replicas", func() bool {
+		m := watch.Map()
+		v := m.Version("db", "v1")
+		if v == nil {
+			return false
+		}
+		mine := 0
+		for _, r := range v.Replicas {
+			if len(r) != repl {
+				return false
+			}
+			if slices.Contains(r, joiner.Addr) {
+				mine++
+			}
+		}
+		return mine >= parts*repl/4-1 && len(joiner.Versions.HeldPartitions("db", "v1")) == mine
+	})
+	close(stop)
+	res := <-done
+	if res[0] == 0 || res[1] > 0 {
+		t.Errorf("%d of %d reads failed during the rebalance", res[1], res[0])
+	}
+	// The others only gave partitions away; none gained one.
+	for _, d := range ds {
+		for _, p := range d.Versions.HeldPartitions("db", "v1") {
+			if !slices.Contains(before[d.Addr], p) {
+				t.Errorf("%s gained partition %d in a join", d.Addr, p)
+			}
+		}
+	}
+	t.Logf("joiner holds %v; %d reads during the rebalance, none failed", joiner.Versions.HeldPartitions("db", "v1"), res[0])
+}
