@@ -212,8 +212,9 @@ func TestRouteMatchesGo(t *testing.T) {
 	}
 	out := runLua(t, script, routeHarness, file)
 	sc := bufio.NewScanner(strings.NewReader(out))
-	placed, bad := 0, 0
+	placed, bad, lines := 0, 0, 0
 	for i := 0; sc.Scan(); i++ {
+		lines++
 		if i >= len(cases) {
 			t.Fatalf("luajit printed more lines than keys")
 		}
@@ -230,6 +231,9 @@ func TestRouteMatchesGo(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Fatalf("%d of %d keys disagree", bad, len(cases))
+	}
+	if lines != len(cases) || placed < n {
+		t.Fatalf("luajit answered %d of %d paths (%d placed, want %d)", lines, len(cases), placed, n)
 	}
 	t.Logf("%d paths agree, %d of them placed in a partition", len(cases), placed)
 }
