@@ -159,7 +159,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 		// missing: repair comes first.
 		if c.opts.Strategy.Name() == (placement.Rendezvous{}).Name() && len(Gone(next, live)) == 0 &&
 			!under(next, r, len(live)) && (assigned || !under(pub, r, len(live))) {
-			if rb := Rebalance(next, live, r); !samePlacement(rb, next) {
+			if rb := Rebalance(Trim(next, r), live, r); !samePlacement(rb, next) {
 				next = rb
 				why += " rebalance"
 			}

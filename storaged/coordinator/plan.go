@@ -57,6 +57,31 @@ func Rebalance(cur placement.Placement, live []string, replication int) placemen
 	return placement.Rendezvous{}.Place(live, len(cur), replication, cur)
 }
 
+// Trim drops the copies beyond replication of every partition, each
+// time from the holder with the most copies (ties: the lower rendezvous
+// score), so surplus copies leave the fullest nodes. A node that joined
+// and loaded a share by itself keeps it.
+func Trim(cur placement.Placement, replication int) placement.Placement {
+	load := placement.Load(cur)
+	next := make(placement.Placement, len(cur))
+	for p, hs := range cur {
+		hs = dedup(hs)
+		for len(hs) > replication {
+			worst := 0
+			for i, h := range hs {
+				w := hs[worst]
+				if load[h] > load[w] || (load[h] == load[w] && placement.Score(h, p) < placement.Score(w, p)) {
+					worst = i
+				}
+			}
+			load[hs[worst]]--
+			hs = append(hs[:worst:worst], hs[worst+1:]...)
+		}
+		next[p] = hs
+	}
+	return next
+}
+
 // Gone returns the shard ids that cur places copies on and that are not
 // in live, sorted.
 func Gone(cur placement.Placement, live []string) []string {

@@ -167,3 +167,19 @@ func TestParseElectPath(t *testing.T) {
 		}
 	}
 }
+
+func TestTrimDropsFromTheFullest(t *testing.T) {
+	cur := placement.Placement{{"a", "b", "new"}, {"a", "c", "new"}, {"a", "c"}, {"a", "b"}, {"b", "c"}}
+	got := Trim(cur, 2)
+	for p, hs := range got {
+		if len(hs) != 2 {
+			t.Fatalf("partition %d: %v", p, hs)
+		}
+	}
+	if load := placement.Load(got); load["new"] != 2 {
+		t.Fatalf("Trim = %v: the joiner, the least loaded, should keep its copies", got)
+	}
+	if again := Trim(got, 2); !samePlacement(again, got) {
+		t.Fatal("Trim is not stable")
+	}
+}
