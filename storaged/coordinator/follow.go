@@ -13,6 +13,11 @@ import (
 	"spangle/shared/topo"
 )
 
+// ErrNotServable is what a Holder's Fetch returns (wrapped) when the node
+// does not serve the version at all yet (still loading it, say): the
+// Follower tries again next round without a warning.
+var ErrNotServable = errors.New("coordinator: version not servable here")
+
 // Holder is the node's local store as a Follower drives it.
 type Holder interface {
 	// Held lists the partitions of db/version held locally.
@@ -180,7 +185,11 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, p
 		defer func() { <-f.sem }()
 		log := f.log.With(zap.String("db", k.db), zap.String("version", k.version), zap.Int("partition", k.p))
 		if err := f.opts.Holder.Fetch(ctx, k.db, k.version, k.p, peers); err != nil {
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case errors.Is(err, ErrNotServable):
+				log.Debug("assigned partition of a version not servable here yet", zap.Error(err))
+			default:
 				log.Warn("fetching an assigned partition; trying again next round", zap.Error(err))
 			}
 			return

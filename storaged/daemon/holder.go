@@ -3,11 +3,13 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 
 	"go.uber.org/zap"
 
+	"spangle/storaged/coordinator"
 	"spangle/storaged/transfer"
 	"spangle/storaged/versions"
 )
@@ -24,7 +26,7 @@ type holder struct {
 func (h *holder) Held(db, version string) []int { return h.mgr.HeldPartitions(db, version) }
 
 func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []string) error {
-	return h.mgr.AddPartition(ctx, db, version, p, func(ctx context.Context, dir string) error {
+	err := h.mgr.AddPartition(ctx, db, version, p, func(ctx context.Context, dir string) error {
 		for _, peer := range peers {
 			err := transfer.Fetch(ctx, h.client, peer, db, version, p, dir)
 			if err == nil {
@@ -39,6 +41,10 @@ func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []s
 		}
 		return errors.New("daemon: no peer could give the partition")
 	})
+	if errors.Is(err, versions.ErrVersionNotHeld) {
+		return fmt.Errorf("%w: %w", coordinator.ErrNotServable, err)
+	}
+	return err
 }
 
 func (h *holder) Drop(ctx context.Context, db, version string, p int) error {
