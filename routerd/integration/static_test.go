@@ -79,15 +79,17 @@ const failoverTimeout = 5 * time.Second
 // TestSlowReplicaIsHedged: with one replica answering after slowDelay, a
 // lookup that goes to it first is hedged to the other after the stage
 // timeout, so it costs the stage timeout plus what the fast replica takes
-// at that moment. Each lookup is paired with a direct GET to the fast
-// replica made just before it (the baseline: what the loaded machine
-// costs right now), and the lookups that waited on the slow replica must
-// exceed their baseline by no more than the stage timeout plus a margin.
+// at that moment. Which lookups were hedged is read from routerd's
+// hedges-won counter after each. Each lookup is paired with a direct GET
+// to the fast replica made just before it (the baseline: what the machine
+// costs right now); the hedged lookups must exceed their baseline by no
+// more than the stage timeout plus a margin, 25ms plus the spread of the
+// baseline itself (p90 - p50), so that a loaded machine's noise is not
+// blamed on routerd while a quiet one holds routerd to a few ms.
 func TestSlowReplicaIsHedged(t *testing.T) {
 	const (
 		slowDelay = 3 * time.Second
 		stage     = 50 * time.Millisecond
-		margin    = 25 * time.Millisecond
 		wantWon   = 8
 	)
 	src := source(t, "v1")
@@ -103,13 +105,15 @@ func TestSlowReplicaIsHedged(t *testing.T) {
 	// routerd prefers the replica with the lower recent latency, so the
 	// slow one is tried first only now and then (when its latency is
 	// stale): loop until enough lookups were hedged.
-	var excess []time.Duration // of lookups that waited at least the stage timeout
+	var bases []time.Duration
+	var excess []time.Duration // of the hedged lookups, over their baseline
 	var worst time.Duration
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
+	won := rd.metric(t, "routerd_hedges_won_total")
 	n := 0
-	for ; n < 200 || rd.metric(t, "routerd_hedges_won_total") < wantWon; n++ {
+	for ; n < 100 || len(excess) < wantWon; n++ {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %v hedges won in %d lookups after 60s", rd.metric(t, "routerd_hedges_won_total"), n)
+			t.Fatalf("only %d hedged lookups of %d after 90s", len(excess), n)
 		}
 		key := keyName(n % testKeys)
 		path := wire.KeyPath(testDB, []byte(key))
@@ -122,24 +126,27 @@ func TestSlowReplicaIsHedged(t *testing.T) {
 			t.Fatalf("%s answered by the slow replica after %v: not hedged", key, el)
 		}
 		worst = max(worst, el)
-		if el >= stage {
+		bases = append(bases, base)
+		if w := rd.metric(t, "routerd_hedges_won_total"); w > won {
+			won = w
 			excess = append(excess, el-base)
 		}
 	}
-	won := rd.metric(t, "routerd_hedges_won_total")
 	if worst >= slowDelay/2 {
 		t.Fatalf("a lookup took %v with a %v replica: it waited for the slow one", worst, slowDelay)
 	}
-	// The median, so that one descheduled moment of the machine does
-	// not decide; every hedged lookup is in excess.
+	slices.Sort(bases)
+	spread := bases[len(bases)*9/10] - bases[len(bases)/2]
+	margin := 25*time.Millisecond + spread
+	// The median, so that one descheduled moment does not decide.
 	slices.Sort(excess)
 	med := excess[len(excess)/2]
 	if med > stage+margin {
-		t.Fatalf("lookups that met the slow replica took a median %v over their baseline, want <= stage timeout %v + %v (of %d such lookups: %v)",
-			med, stage, margin, len(excess), excess)
+		t.Fatalf("hedged lookups took a median %v over their baseline, want <= stage timeout %v + %v (25ms + baseline spread %v); all: %v",
+			med, stage, margin, spread, excess)
 	}
-	t.Logf("%d lookups, %v hedges won; worst %v; %d waited >= stage timeout, median excess over baseline %v",
-		n, won, worst, len(excess), med)
+	t.Logf("%d lookups, %d hedged; worst %v; hedged lookups' median excess over baseline %v (bound %v)",
+		n, len(excess), worst, med, stage+margin)
 }
 
 // TestKill9DuringReads: kill -9 one of two replicas while 8 readers loop;

@@ -55,6 +55,8 @@ func fullyReplicated(db, version string, want int) func(*topo.Map) string {
 // killed with SIGKILL: it stays in ZooKeeper until its session expires,
 // so routerd keeps meeting a dead replica for seconds, then the map drops
 // it. No read may fail, and hedging is off, so failover alone saves them.
+// Before the readers start, routerd's status page, opened in Chromium,
+// must show ZooKeeper's partition map and every node.
 func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	zks := zktest.Start(t)
 	const cluster = "rk"
@@ -91,6 +93,8 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	cfg.ProxyStageTimeout = 100 * time.Millisecond
 	cfg.HedgeBudget = 0
 	rd := startRouterd(t, cfg, nil, testDB)
+	// The status page, in a real Chromium, shows the map ZooKeeper has.
+	checkStatusPage(t, rd, w.Map(), testDB, "v1")
 
 	victim := nodes[1]
 	ctx, cancel := context.WithCancel(context.Background())
