@@ -138,7 +138,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		l, err := c.opts.Coord.Campaign(ctx, c.opts.Self.Addr)
 		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, topo.ErrClosed) {
+			switch {
+			case ctx.Err() != nil, errors.Is(err, topo.ErrClosed):
+			case errors.Is(err, topo.ErrUnavailable):
+				c.log.Debug("campaign waits for the coordination service", zap.Error(err))
+			default:
 				c.log.Warn("campaign failed; trying again", zap.Error(err))
 			}
 			if errors.Is(err, topo.ErrClosed) {
@@ -175,9 +179,16 @@ func (c *Coordinator) lead(ctx context.Context, l topo.Leadership) {
 	lt := newLeaderState()
 	tk := time.NewTicker(c.opts.Interval)
 	defer tk.Stop()
+	last := "" // the last round's error, logged once
 	for {
-		if err := c.round(lctx, l, lt); err != nil && lctx.Err() == nil {
-			c.log.Info("leader round ended without a decision", zap.Error(err))
+		err := c.round(lctx, l, lt)
+		switch {
+		case err == nil:
+			last = ""
+		case lctx.Err() != nil:
+		case err.Error() != last:
+			last = err.Error()
+			c.log.Info("leader round ended without a decision; trying again each round", zap.Error(err))
 		}
 		select {
 		case <-lctx.Done():
