@@ -3,7 +3,6 @@ package topo
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -11,12 +10,22 @@ import (
 // DefaultPrefix is the first element of every znode path.
 const DefaultPrefix = "spangle"
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
-
 // ValidName reports whether s may be a db or version name: it matches
 // [A-Za-z0-9][A-Za-z0-9_-]*, so it is never hidden, never a path and never
-// holds the '@' that separates znode name parts.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// holds the '@' that separates znode name parts. Servers call it on every
+// request, so it is a byte loop rather than a regexp.
+func ValidName(s string) bool {
+	if s == "" || s[0] == '_' || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Paths builds the znode paths of one cluster:
 // /<prefix>/<cluster>/v1/{nodes,partitions}.
