@@ -57,6 +57,7 @@ func TestStartWithXDSStopsEverything(t *testing.T) {
 	cfg := config.Default()
 	cfg.Bind = "127.0.0.1:0"
 	cfg.XDSBind = "127.0.0.1:0"
+	cfg.ProxyTimeout = testProxyTimeout // about stopping, not latency
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
