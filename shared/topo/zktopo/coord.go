@@ -37,7 +37,7 @@ func (c *Conn) call(ctx context.Context, f func() error) error {
 
 // do is call for an f with a result. f's result reaches the caller only
 // through the channel, so an f still running after ctx ended races with
-// nothing.
+// nothing; on an error from f its result is returned with the error.
 func do[T any](c *Conn, ctx context.Context, f func() (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
@@ -69,10 +69,12 @@ func do[T any](c *Conn, ctx context.Context, f func() (T, error)) (T, error) {
 		if r.err == nil {
 			return r.v, nil
 		}
+		// f's partial result goes back too: Campaign needs to know the
+		// entry it created before a later call failed.
 		if errors.Is(r.err, topo.ErrFenced) || errors.Is(r.err, topo.ErrBadName) {
-			return zero, fmt.Errorf("zktopo: %w", r.err)
+			return r.v, fmt.Errorf("zktopo: %w", r.err)
 		}
-		return zero, c.mapErr(r.err)
+		return r.v, c.mapErr(r.err)
 	case <-ctx.Done():
 		return zero, c.mapErr(ctx.Err())
 	}
