@@ -12,4 +12,9 @@
 // ephemeral entries and mirroring lists of children into a local cache.
 // Every read is served from that cache (a Map), which may be stale; no
 // request path ever waits on the coordination service.
+//
+// The coordinator adds a third, kept apart in Coordination: a leader
+// election (ephemeral sequential entries) and decisions committed
+// atomically, fenced by the leadership, the node list they were made
+// from and the previous decision. Nothing on the request path uses it.
 package topo
