@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/storaged/versions"
 )
@@ -55,6 +56,9 @@ type Options struct {
 	// PollInterval is how often the connection state is checked between
 	// map changes; default DefaultPollInterval.
 	PollInterval time.Duration
+	// Strategy deals a version's partitions over the shard ids when no
+	// assignment covers it; nil is the sequins ring (hashring.Assign).
+	Strategy placement.Strategy
 	// Assigned returns the partitions of db/version (n of them) that the
 	// coordinator's assignment gives this node, and false when no
 	// assignment covers the version (the ring decides then). nil: the

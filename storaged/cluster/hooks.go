@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -82,7 +83,16 @@ func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]i
 // elsewhere.
 func (c *Controller) assign(m *topo.Map, db, version string, n int) []int {
 	shards := append(m.ShardIDs(), c.opts.Node.ShardID)
-	ring := hashring.Assign(c.opts.Node.ShardID, shards, n, c.opts.Replication)
+	var ring []int
+	if c.opts.Strategy == nil {
+		ring = hashring.Assign(c.opts.Node.ShardID, shards, n, c.opts.Replication)
+	} else {
+		for p, hs := range c.opts.Strategy.Place(shards, n, c.opts.Replication, nil) {
+			if slices.Contains(hs, c.opts.Node.ShardID) {
+				ring = append(ring, p)
+			}
+		}
+	}
 	held := make([]int, 0, len(ring))
 	for _, p := range ring {
 		if limit := c.opts.MaxReplication; limit > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"spangle/shared/placement"
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/storaged/cluster"
@@ -119,6 +120,9 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		}
 		if co != nil {
 			copts.Assigned = assignedHook(conn, co, node.ShardID)
+		}
+		if copts.Strategy, err = placement.ByName(s.Assignment); err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		ctl, err = cluster.New(copts)
 		if err != nil {

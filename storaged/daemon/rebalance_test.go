@@ -51,8 +51,23 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 		waitFor(t, d.Addr+" active", func() bool { return d.Versions.CurrentVersion("db") == "v1" })
 	}
 	before := map[string][]int{}
+	var shards []string
 	for _, d := range ds {
 		before[d.Addr] = d.Versions.HeldPartitions("db", "v1")
+		shards = append(shards, d.Addr)
+	}
+	// The first deal is rendezvous's, not the sequins ring's.
+	pl := placement.Rendezvous{}.Place(shards, parts, repl, nil)
+	for _, d := range ds {
+		var want []int
+		for p, hs := range pl {
+			if slices.Contains(hs, d.Addr) {
+				want = append(want, p)
+			}
+		}
+		if !slices.Equal(before[d.Addr], want) {
+			t.Errorf("%s holds %v, rendezvous deals it %v", d.Addr, before[d.Addr], want)
+		}
 	}
 
 	stop := make(chan struct{})
