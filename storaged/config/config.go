@@ -25,7 +25,7 @@ const (
 	DefaultZKConnect        = time.Second
 	DefaultZKSession        = 10 * time.Second
 	DefaultBlockCacheSize   = 8 << 20
-	DefaultBlockSize        = 16 << 10
+	DefaultBlockSize        = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits        = 10
 	DefaultSpillSize        = 128 << 20
 )

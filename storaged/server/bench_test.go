@@ -22,8 +22,7 @@ import (
 	"spangle/storaged/versions"
 )
 
-// benchBlockSize is the table block size (0: the default, 16 KiB, which
-// measured best here against 4 and 64 KiB).
+// benchBlockSize is the table block size (0: the default, 4 KiB).
 var benchBlockSize = 0
 
 const (

@@ -20,7 +20,8 @@ import (
 // defaults noted.
 type BuildOptions struct {
 	// BlockSize is the uncompressed size of a table's data blocks; default
-	// 16 KiB. Bigger blocks make smaller indexes for big versions.
+	// 4 KiB, which makes a lookup that misses the block cache read and
+	// checksum less. Bigger blocks make smaller indexes for big versions.
 	BlockSize int
 	// BloomBitsPerKey sizes the bloom filter that makes misses cheap;
 	// default 10. Negative disables it.
@@ -28,15 +29,28 @@ type BuildOptions struct {
 	// Snappy compresses blocks. Off by default: batch output is often
 	// already compact, and compressing costs load time.
 	Snappy bool
+	// RestartInterval is the keys between a data block's restart points
+	// (where keys are stored whole and a lookup's binary search lands);
+	// default 4, where LevelDB's is 16: a lookup then decodes about 2
+	// entries after its binary search instead of 8, for a few bytes more
+	// per block.
+	RestartInterval int
 	// NoSync skips fsync of the written files (tests and benchmarks).
 	NoSync bool
 }
 
 func (o BuildOptions) blockSize() int {
 	if o.BlockSize <= 0 {
-		return 16 << 10
+		return 4 << 10
 	}
 	return o.BlockSize
+}
+
+func (o BuildOptions) restartInterval() int {
+	if o.RestartInterval <= 0 {
+		return 4
+	}
+	return o.RestartInterval
 }
 
 func (o BuildOptions) bloom() filter.Filter {
@@ -163,9 +177,10 @@ func (b *PartitionBuilder) NewRun() (*RunWriter, error) {
 		return nil, fmt.Errorf("store: creating table in %s: %w", b.dir, err)
 	}
 	o := &opt.Options{
-		Comparer:    internalComparer{},
-		BlockSize:   b.opts.blockSize(),
-		Compression: opt.NoCompression,
+		Comparer:             internalComparer{},
+		BlockSize:            b.opts.blockSize(),
+		Compression:          opt.NoCompression,
+		BlockRestartInterval: b.opts.restartInterval(),
 	}
 	if b.opts.Snappy {
 		o.Compression = opt.SnappyCompression

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -52,5 +53,47 @@ func TestSyncedRunsFromGoroutines(t *testing.T) {
 				t.Fatalf("run %d key %d: %q, %v", r, i, got, err)
 			}
 		}
+	}
+}
+
+// Tables of any block shape answer every key and refuse the keys between
+// them, whatever the restart interval puts whole keys on.
+func TestBlockShapes(t *testing.T) {
+	for _, o := range []BuildOptions{{}, {RestartInterval: 1}, {BlockSize: 16 << 10, RestartInterval: 16}, {BlockSize: 256, RestartInterval: 3}} {
+		dir := filepath.Join(t.TempDir(), "p-0")
+		b, err := CreatePartition(dir, BuildOptions{BlockSize: o.BlockSize, RestartInterval: o.RestartInterval, NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := b.NewRun()
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 3000
+		for i := 0; i < n; i++ {
+			if err := w.Append(fmt.Appendf(nil, "key-%06d", 2*i), fmt.Appendf(nil, "value-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := OpenPartition(dir, CacheOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			got, err := p.Get(fmt.Appendf(nil, "key-%06d", 2*i))
+			if err != nil || string(got) != fmt.Sprintf("value-%d", i) {
+				t.Fatalf("%+v: key %d: %q, %v", o, 2*i, got, err)
+			}
+			if _, err := p.Get(fmt.Appendf(nil, "key-%06d", 2*i+1)); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%+v: key %d between keys: %v", o, 2*i+1, err)
+			}
+		}
+		p.Close()
 	}
 }
