@@ -115,6 +115,12 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 	if v == nil || v.NumPartitions != len(a.Replicas) {
 		return
 	}
+	// Only the served version's assignment is followed, as the leader
+	// only writes those: an older version's is stale once a newer one is
+	// complete, and the node may have deleted that version already.
+	if m.NewestComplete(a.DB, 1) != a.Version {
+		return
+	}
 	pub := Published(m, v)
 	held := f.opts.Holder.Held(a.DB, a.Version)
 	self := f.opts.Self
