@@ -129,7 +129,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 
 		if c.opts.RereplicateAfter > 0 {
 			due := false
-			keep := append([]string(nil), live...) // live, and gone but not yet due
+			var keep []string // gone, but not for long enough yet
 			for _, g := range Gone(cur, live) {
 				if st.goneFor(g, now) >= c.opts.RereplicateAfter {
 					due = true
@@ -148,7 +148,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 				}
 			}
 			if due {
-				next = Repair(cur, keep, r)
+				next = Repair(cur, live, r, keep...)
 				why = "re-replication"
 			}
 		}

@@ -9,23 +9,27 @@ import (
 )
 
 // Repair gives the copies that cur places on shards no longer live to
-// live shards, moving nothing else: a partition keeps every live holder
-// and gains, for each copy it lacks up to min(replication, live shards),
-// the live shard that holds the fewest copies (ties go to the higher
-// rendezvous score, so the choice is the same on every run). Only the
-// lost copies move, which is the least movement a repair can make.
-func Repair(cur placement.Placement, live []string, replication int) placement.Placement {
+// live shards, moving nothing else: a partition keeps every holder that
+// is live or listed in keep (gone, but not for long enough yet), and
+// gains, for each copy it lacks up to min(replication, shards), the live
+// shard that holds the fewest copies (ties go to the higher rendezvous
+// score, so the choice is the same on every run). Only the lost copies
+// move, which is the least movement a repair can make.
+func Repair(cur placement.Placement, live []string, replication int, keep ...string) placement.Placement {
 	ids := dedup(live)
-	want := min(replication, len(ids))
-	isLive := map[string]bool{}
+	kept := map[string]bool{}
 	for _, id := range ids {
-		isLive[id] = true
+		kept[id] = true
 	}
+	for _, id := range keep {
+		kept[id] = true
+	}
+	want := min(replication, len(kept))
 	next := make(placement.Placement, len(cur))
 	load := map[string]int{}
 	for p, hs := range cur {
 		for _, h := range hs {
-			if isLive[h] && !slices.Contains(next[p], h) {
+			if kept[h] && !slices.Contains(next[p], h) {
 				next[p] = append(next[p], h)
 				load[h]++
 			}
@@ -42,6 +46,9 @@ func Repair(cur placement.Placement, live []string, replication int) placement.P
 					(load[id] == load[best] && placement.Score(id, p) > placement.Score(best, p)) {
 					best = id
 				}
+			}
+			if best == "" {
+				break // every live shard holds it already
 			}
 			next[p] = append(next[p], best)
 			load[best]++

@@ -72,6 +72,17 @@ func TestRepairKeepsNotYetDueAndIsStable(t *testing.T) {
 	if again := Repair(next, []string{"a", "c", "d"}, 2); !samePlacement(again, next) {
 		t.Fatalf("repair is not stable: %v then %v", next, again)
 	}
+	// b and c gone, c not for long enough: c keeps its copies, b's go,
+	// and no new copy goes to c.
+	kept := Repair(cur, []string{"a", "d"}, 2, "c")
+	if !contains(kept[1], "c") || !contains(kept[2], "c") || placement.Load(kept)["c"] != 2 || placement.Moves(cur, kept) != 2 {
+		t.Fatalf("repair keeping c = %v", kept)
+	}
+	for p, hs := range kept {
+		if contains(hs, "b") || len(hs) != 2 {
+			t.Fatalf("partition %d: %v", p, hs)
+		}
+	}
 	if got := Gone(cur, []string{"a", "c"}); !reflect.DeepEqual(got, []string{"b"}) {
 		t.Fatalf("Gone = %v", got)
 	}
