@@ -164,3 +164,32 @@ func TestDisabled(t *testing.T) {
 		t.Fatal("disabled cache kept something")
 	}
 }
+
+func TestCachedCountsOnlyHits(t *testing.T) {
+	var hits, misses, calls atomic.Int64
+	c := New(Options[string]{MaxBytes: 1 << 20, Size: func(s string) int { return len(s) },
+		OnHit: func() { hits.Add(1) }, OnMiss: func() { misses.Add(1) }})
+	k := Key{"db", "v1", "k"}
+	if v, ok := c.Cached(k); ok || v != "" {
+		t.Fatalf("empty cache: %q %v", v, ok)
+	}
+	if hits.Load() != 0 || misses.Load() != 0 {
+		t.Fatalf("a missing Cached counted: hits %d misses %d", hits.Load(), misses.Load())
+	}
+	if _, _, err := c.Get(context.Background(), k, constFill("val", &calls)); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c.Cached(k); !ok || v != "val" {
+		t.Fatalf("after fill: %q %v", v, ok)
+	}
+	if _, ok := c.Cached(Key{"db", "v2", "k"}); ok {
+		t.Fatal("another version's key was cached")
+	}
+	if hits.Load() != 1 || misses.Load() != 1 || calls.Load() != 1 {
+		t.Fatalf("hits %d misses %d calls %d", hits.Load(), misses.Load(), calls.Load())
+	}
+	off := New(Options[string]{})
+	if _, ok := off.Cached(k); ok {
+		t.Fatal("a disabled cache answered")
+	}
+}

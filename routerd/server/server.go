@@ -56,7 +56,8 @@ type Server struct {
 	table   *partmap.Table
 	health  *health.Tracker
 	proxy   *proxy.Proxy
-	cache   *cache.Cache[*proxy.Response]
+	cache   *cache.Cache[*answer]
+	ctype   []string // the default Content-Type header value
 	metrics *metrics
 	ownUp   *proxy.HTTPUpstream // the default upstream, closed on shutdown; nil if given
 }
@@ -75,7 +76,7 @@ func New(opts Options) (*Server, error) {
 	if opts.HedgeBudget == 0 {
 		opts.HedgeBudget = proxy.DefaultHedgeRatio
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics()}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), ctype: []string{opts.ContentType}}
 	if opts.Upstream == nil {
 		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{})
 		opts.Upstream = s.ownUp
@@ -103,11 +104,14 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s.cache = cache.New(cache.Options[*proxy.Response]{
+	s.cache = cache.New(cache.Options[*answer]{
 		MaxBytes: opts.CacheBytes,
-		Size:     func(r *proxy.Response) int { return len(r.Body) + len(r.ContentType) + len(r.Addr) + 64 },
-		OnHit:    s.metrics.hits.Inc,
-		OnMiss:   s.metrics.misses.Inc,
+		Size: func(a *answer) int {
+			r := a.resp
+			return len(r.Body) + len(r.ContentType) + len(r.Addr) + 64
+		},
+		OnHit:  s.metrics.hits.Inc,
+		OnMiss: s.metrics.misses.Inc,
 	})
 	return s, nil
 }
@@ -173,47 +177,51 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) i
 		}
 	}
 	h := w.Header()
-	h[wire.HeaderVersion] = []string{version}
 	v := versions[version]
 	if v == nil {
 		// The served version left the map, and an older one is never
 		// served instead.
+		h[wire.HeaderVersion] = []string{version}
 		return httpError(w, http.StatusBadGateway, "no replica of the served version is known")
 	}
 	replicas := registered(st.Map, v.Replicas[hashring.Partition(t.Key, v.NumPartitions)])
 	if len(replicas) == 0 {
+		h[wire.HeaderVersion] = []string{version}
 		if pinned {
 			return httpError(w, http.StatusGone, "no replica holds the key's partition of this version")
 		}
 		return httpError(w, http.StatusBadGateway, "no replica of the key's partition is known")
 	}
-	preq := &proxy.Request{DB: t.DB, Version: version, Key: t.Key, Replicas: replicas}
-	resp, _, err := s.cache.Get(r.Context(), cache.Key{DB: t.DB, Version: version, Key: string(t.Key)},
-		func(ctx context.Context) (*proxy.Response, bool, error) {
-			resp, err := s.proxy.Do(ctx, preq)
-			return resp, err == nil, err
+	// A hit skips building the fill function and the request.
+	ck := cache.Key{DB: t.DB, Version: version, Key: t.KeyString}
+	a, ok := s.cache.Cached(ck)
+	if !ok {
+		var err error
+		a, _, err = s.cache.Get(r.Context(), ck, func(ctx context.Context) (*answer, bool, error) {
+			resp, err := s.proxy.Do(ctx, &proxy.Request{DB: t.DB, Version: version, Key: t.Key, Replicas: replicas})
+			if err != nil {
+				return nil, false, err
+			}
+			return s.newAnswer(version, v, resp), true, nil
 		})
-	if err != nil {
-		return s.proxyError(w, err)
+		if err != nil {
+			h[wire.HeaderVersion] = []string{version}
+			return s.proxyError(w, err)
+		}
 	}
-	h[wire.HeaderProxiedTo] = []string{resp.Addr}
-	if resp.Status == http.StatusNotFound {
+	h[wire.HeaderVersion] = a.version
+	h[wire.HeaderProxiedTo] = a.proxiedTo
+	if a.resp.Status == http.StatusNotFound {
 		return httpError(w, http.StatusNotFound, "no such key")
 	}
-	if !v.Created.IsZero() {
-		h["Last-Modified"] = []string{v.Created.UTC().Format(http.TimeFormat)}
-	} else if resp.LastModified != "" {
-		h["Last-Modified"] = []string{resp.LastModified}
+	if lm := a.lastModifiedFor(v); lm != nil {
+		h["Last-Modified"] = lm
 	}
-	ct := resp.ContentType
-	if ct == "" {
-		ct = s.opts.ContentType
-	}
-	h["Content-Type"] = []string{ct}
-	h["Content-Length"] = []string{strconv.Itoa(len(resp.Body))}
+	h["Content-Type"] = a.contentType
+	h["Content-Length"] = a.contentLength
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(resp.Body)
+		_, _ = w.Write(a.resp.Body)
 	}
 	return http.StatusOK
 }

@@ -54,9 +54,12 @@ var (
 // Target is what a request path names: a db's status (Key == nil and
 // HasKey false) or one key of a db.
 type Target struct {
-	DB     string
-	Key    []byte
-	HasKey bool
+	DB  string
+	Key []byte
+	// KeyString holds the same bytes as Key, for use as a map key
+	// without another copy.
+	KeyString string
+	HasKey    bool
 }
 
 // ParsePath splits an escaped request path (http.Request.URL.EscapedPath)
@@ -90,7 +93,7 @@ func ParsePath(escaped string) (Target, error) {
 	if len(key) > MaxKeyLen {
 		return Target{}, ErrKeyTooLong
 	}
-	return Target{DB: db, Key: []byte(key), HasKey: true}, nil
+	return Target{DB: db, Key: []byte(key), KeyString: key, HasKey: true}, nil
 }
 
 // KeyPath is the escaped path of a key lookup, the inverse of ParsePath.

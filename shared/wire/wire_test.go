@@ -41,7 +41,7 @@ func TestParsePath(t *testing.T) {
 			t.Errorf("ParsePath(%q): %v", c.path, err)
 			continue
 		}
-		if got.DB != c.db || string(got.Key) != c.key || got.HasKey != c.hasKey {
+		if got.DB != c.db || string(got.Key) != c.key || got.KeyString != c.key || got.HasKey != c.hasKey {
 			t.Errorf("ParsePath(%q) = %+v, want db=%q key=%q", c.path, got, c.db, c.key)
 		}
 	}
@@ -58,6 +58,9 @@ func FuzzParsePath(f *testing.F) {
 		}
 		if len(tg.Key) == 0 || len(tg.Key) > MaxKeyLen {
 			t.Fatalf("bad key length %d", len(tg.Key))
+		}
+		if tg.KeyString != string(tg.Key) {
+			t.Fatalf("KeyString %q is not Key %q", tg.KeyString, tg.Key)
 		}
 		// The escaped form must round-trip.
 		back, err := ParsePath(KeyPath(tg.DB, tg.Key))
