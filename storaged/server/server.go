@@ -63,6 +63,7 @@ type Server struct {
 	log         *zap.Logger
 	contentType []string
 	retryAfter  []string
+	lengths     [][]string // Content-Length values of short bodies, by length
 	inflight    atomic.Int64
 	metrics     *metrics
 	metricsH    http.Handler
@@ -94,6 +95,10 @@ func New(opts Options) (*Server, error) {
 		contentType: []string{opts.ContentType},
 		retryAfter:  []string{strconv.Itoa(secs)},
 	}
+	s.lengths = make([][]string, prebuiltLengths)
+	for n := range s.lengths {
+		s.lengths[n] = []string{strconv.Itoa(n)}
+	}
 	m, err := newMetrics(opts.Registry, &s.inflight)
 	if err != nil {
 		return nil, err
@@ -104,6 +109,18 @@ func New(opts Options) (*Server, error) {
 }
 
 var allowGetHead = []string{"GET, HEAD"}
+
+// prebuiltLengths bounds the body lengths whose Content-Length header
+// value is built once in New rather than on every request.
+const prebuiltLengths = 1024
+
+// contentLength is the Content-Length header value of an n-byte body.
+func (s *Server) contentLength(n int) []string {
+	if n < len(s.lengths) {
+		return s.lengths[n]
+	}
+	return []string{strconv.Itoa(n)}
+}
 
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -184,7 +201,7 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 	}
 	h["Last-Modified"] = v.HeaderLastModified
 	h["Content-Type"] = s.contentType
-	h["Content-Length"] = []string{strconv.Itoa(len(val))}
+	h["Content-Length"] = s.contentLength(len(val))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(val)

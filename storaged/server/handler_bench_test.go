@@ -1,0 +1,34 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// nullWriter is a ResponseWriter that keeps nothing, so that
+// BenchmarkHandlerGet measures the handler alone.
+type nullWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *nullWriter) Header() http.Header         { return w.h }
+func (w *nullWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *nullWriter) WriteHeader(code int)        { w.code = code }
+
+// BenchmarkHandlerGet is the handler's cost for one key of the test
+// data, the lookup included.
+func BenchmarkHandlerGet(b *testing.B) {
+	s := newFixture(b, Options{}).handler
+	r := httptest.NewRequest("GET", "/baby-names/1881/boy", nil)
+	w := &nullWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		s.ServeHTTP(w, r)
+		if w.code != http.StatusOK {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
