@@ -26,6 +26,10 @@ type CacheOptions struct {
 // concurrent use.
 type Partition struct {
 	db *leveldb.DB
+	// snap is held open for the partition's life: it never changes, and a
+	// lookup through a snapshot takes a shared lock where DB.Get takes
+	// the DB's snapshot mutex twice and allocates a list element.
+	snap *leveldb.Snapshot
 }
 
 // OpenPartition opens a partition database built by PartitionBuilder (or
@@ -51,13 +55,18 @@ func OpenPartition(dir string, o CacheOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: opening partition %s: %w", dir, err)
 	}
-	return &Partition{db: db}, nil
+	snap, err := db.GetSnapshot()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: opening partition %s: %w", dir, err)
+	}
+	return &Partition{db: db, snap: snap}, nil
 }
 
 // Get returns the value of key, a fresh slice the caller may keep, or
 // ErrNotFound.
 func (p *Partition) Get(key []byte) ([]byte, error) {
-	v, err := p.db.Get(key, nil)
+	v, err := p.snap.Get(key, nil)
 	if err != nil {
 		if errors.Is(err, leveldb.ErrNotFound) {
 			return nil, ErrNotFound
@@ -68,4 +77,7 @@ func (p *Partition) Get(key []byte) ([]byte, error) {
 }
 
 // Close closes the partition. Gets must have returned.
-func (p *Partition) Close() error { return p.db.Close() }
+func (p *Partition) Close() error {
+	p.snap.Release()
+	return p.db.Close()
+}
