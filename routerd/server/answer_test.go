@@ -97,3 +97,26 @@ func TestCacheHitHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A pinned version arrives in whatever case the client wrote: over a real
+// connection net/http canonicalizes the name, which lookup relies on.
+func TestPinnedVersionHeaderCase(t *testing.T) {
+	s, _, _ := newTestServer(t, twoNodeMap(), 1<<20)
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	for _, name := range []string{"x-sequins-version", "X-SEQUINS-VERSION", wire.HeaderVersion} {
+		req, err := http.NewRequest("GET", hs.URL+"/db/k", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header[name] = []string{"v1"} // sent as written
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get(wire.HeaderVersion) != "v1" {
+			t.Errorf("header %q: %d, version %q", name, resp.StatusCode, resp.Header.Get(wire.HeaderVersion))
+		}
+	}
+}

@@ -164,7 +164,12 @@ func badPathStatus(err error) int {
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) int {
 	st := s.table.Current()
 	versions := st.Map.DBs[t.DB]
-	version := r.Header.Get(wire.HeaderVersion)
+	// The header name is canonical, as net/http stores it: index the map
+	// without Get's canonicalization.
+	var version string
+	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
+		version = vs[0]
+	}
 	pinned := version != ""
 	switch {
 	case versions == nil:
