@@ -180,9 +180,24 @@ func TestOverloadedReplicaSheds(t *testing.T) {
 	roomy := startStoraged(t, src)
 	rd := startRouterd(t, failoverConfig(busy, roomy), pollNodes(t, busy, roomy), testDB)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// Read for 3s, and on (up to a minute) until the busy replica has
+	// shed a few times: on a loaded machine the readers may be too slow
+	// to overload it at first.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
+	go func() {
+		defer cancel()
+		for time.Since(start) < time.Minute {
+			time.Sleep(100 * time.Millisecond)
+			if time.Since(start) < 3*time.Second {
+				continue
+			}
+			if n, err := tryScrape(busy.url(), `spangle_storaged_requests_total{code="503"}`); err == nil && n >= 10 {
+				return
+			}
+		}
+	}()
 	rs := readers(ctx, 8, rd.base, testDB, testKeys)
 	el := time.Since(start)
 	reads, failures, samples, _, _ := total(rs)
