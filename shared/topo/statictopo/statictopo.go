@@ -21,6 +21,9 @@ import (
 // DefaultPeriod is how often each node is read by default.
 const DefaultPeriod = time.Second
 
+// DefaultMisses is how many failed polls in a row drop a node by default.
+const DefaultMisses = 3
+
 // maxStatus bounds a status page read, so that a confused node cannot
 // make the router buffer without end.
 const maxStatus = 64 << 20
@@ -36,6 +39,13 @@ type Options struct {
 	Period time.Duration
 	// Timeout bounds one node's answer; default Period.
 	Timeout time.Duration
+	// Misses is how many polls in a row a node may fail before its
+	// replicas leave the map (default DefaultMisses). Until then the map
+	// keeps what it last said: like a ZooKeeper session timeout, it keeps
+	// one slow answer on a busy machine from taking a healthy node out,
+	// while the router's circuit breakers deal with a node that is really
+	// down.
+	Misses int
 	// Client makes the requests; default a client of the Watcher's own
 	// that ignores proxy settings of the environment.
 	Client *http.Client
@@ -51,8 +61,9 @@ type Watcher struct {
 	nodes []node
 	log   *zap.Logger
 
-	mu   sync.Mutex      // serializes polls
-	down map[string]bool // guarded by mu; nodes that failed the last poll
+	mu     sync.Mutex                  // serializes polls
+	misses map[string]int              // guarded by mu; failed polls in a row, by address
+	last   map[string]*wire.NodeStatus // guarded by mu; last answer of each node in the map
 }
 
 // node is one storaged to read.
@@ -75,6 +86,9 @@ func New(opts Options) (*Watcher, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = opts.Period
 	}
+	if opts.Misses <= 0 {
+		opts.Misses = DefaultMisses
+	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{Transport: &http.Transport{
 			Proxy:               nil,
@@ -85,7 +99,8 @@ func New(opts Options) (*Watcher, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	w := &Watcher{Mirror: topo.NewMirror(), opts: opts, log: opts.Logger, down: map[string]bool{}}
+	w := &Watcher{Mirror: topo.NewMirror(), opts: opts, log: opts.Logger,
+		misses: map[string]int{}, last: map[string]*wire.NodeStatus{}}
 	seen := map[string]bool{}
 	for _, s := range opts.URLs {
 		n, err := parseURL(s)
@@ -153,18 +168,26 @@ func (w *Watcher) Poll(ctx context.Context) {
 	}
 	var b topo.Builder
 	for i, n := range w.nodes {
-		if errs[i] != nil {
-			if !w.down[n.addr] {
-				w.down[n.addr] = true
-				w.log.Warn("storaged does not answer; its replicas leave the map", zap.String("addr", n.addr), zap.Error(errs[i]))
+		if errs[i] == nil {
+			if w.misses[n.addr] >= w.opts.Misses {
+				w.log.Info("storaged answers again", zap.String("addr", n.addr))
 			}
-			continue
+			w.misses[n.addr] = 0
+			w.last[n.addr] = results[i]
+		} else {
+			w.misses[n.addr]++
+			switch m := w.misses[n.addr]; {
+			case m == w.opts.Misses:
+				delete(w.last, n.addr)
+				w.log.Warn("storaged does not answer; its replicas leave the map", zap.String("addr", n.addr),
+					zap.Int("polls_missed", m), zap.Error(errs[i]))
+			case m == 1:
+				w.log.Info("storaged missed a status poll", zap.String("addr", n.addr), zap.Error(errs[i]))
+			}
 		}
-		if w.down[n.addr] {
-			delete(w.down, n.addr)
-			w.log.Info("storaged answers again", zap.String("addr", n.addr))
+		if st := w.last[n.addr]; st != nil {
+			add(&b, n.addr, st)
 		}
-		add(&b, n.addr, results[i])
 	}
 	next := b.Build(0)
 	if cur := w.Map(); cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) {

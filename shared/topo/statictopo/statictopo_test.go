@@ -85,8 +85,15 @@ func TestPollBuildsMapAndDropsSilentNodes(t *testing.T) {
 		t.Errorf("revision moved on an unchanged poll: %d -> %d", rev, w.Map().Revision)
 	}
 
-	// A node that stops answering leaves with its replicas.
+	// A node that stops answering stays for Misses-1 polls with what it
+	// last said, then leaves with its replicas.
 	s2.Close()
+	for i := 1; i < statictopo.DefaultMisses; i++ {
+		w.Poll(ctx)
+		if got := w.Map().Replicas("names", "v1", 1); !slices.Equal(got, sorted(a1, a2)) {
+			t.Fatalf("replicas of v1/1 after %d missed polls = %v, want both still", i, got)
+		}
+	}
 	w.Poll(ctx)
 	m = w.Map()
 	if _, ok := m.Nodes[a2]; ok || len(m.Nodes) != 1 {
