@@ -42,7 +42,7 @@ func TestChurnLeaksNothing(t *testing.T) {
 	w := pollNodes(t, a, b)
 	time.Sleep(100 * time.Millisecond)
 	baseGoroutines := runtime.NumGoroutine()
-	baseA, baseB := sockets(t, a.cmd.Process.Pid), sockets(t, b.cmd.Process.Pid)
+	baseA, baseB := sockets(t, a.PID()), sockets(t, b.PID())
 
 	cfg := staticConfig(a, b)
 	cfg.ProxyTimeout = 60 * time.Millisecond
@@ -88,7 +88,7 @@ func TestChurnLeaksNothing(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		g := runtime.NumGoroutine()
-		sa, sb := sockets(t, a.cmd.Process.Pid), sockets(t, b.cmd.Process.Pid)
+		sa, sb := sockets(t, a.PID()), sockets(t, b.PID())
 		if g <= baseGoroutines && sa <= baseA && sb <= baseB {
 			return
 		}

@@ -1,24 +1,20 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"spangle/routerd/config"
 	"spangle/routerd/health"
 	"spangle/routerd/server"
+	"spangle/shared/proctest"
 	"spangle/shared/topo"
 )
 
@@ -36,45 +32,27 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	storagedBin = filepath.Join(dir, "storaged")
-	cmd := exec.Command("go", "build", "-o", storagedBin, "spangle/storaged")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "integration: building storaged:", err)
+	if storagedBin, err = proctest.Build(dir, "spangle/storaged"); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1
 	}
 	return m.Run()
 }
 
-// freeAddr returns a loopback address nobody listens on right now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // storaged is one real storaged process.
 type storaged struct {
-	t     testing.TB
-	addr  string
-	args  []string
-	cmd   *exec.Cmd
-	log   *bytes.Buffer
-	store string
+	*proctest.Process
+	addr string
 }
 
 // startStoraged runs the storaged binary on source with extra flags and
 // waits until its /healthz answers 200.
 func startStoraged(t testing.TB, source string, extra ...string) *storaged {
 	t.Helper()
-	s := &storaged{t: t, addr: freeAddr(t), store: t.TempDir()}
-	s.args = append([]string{"--source", source, "--local-store", s.store, "--bind", s.addr}, extra...)
-	s.start()
-	t.Cleanup(s.stop)
+	addr := proctest.FreeAddr(t)
+	args := append([]string{"--source", source, "--local-store", t.TempDir(), "--bind", addr}, extra...)
+	s := &storaged{Process: proctest.Start(t, storagedBin, args...), addr: addr}
+	proctest.WaitHealthy(t, addr, 30*time.Second)
 	return s
 }
 
@@ -83,84 +61,17 @@ func startStoraged(t testing.TB, source string, extra ...string) *storaged {
 // cluster node is healthy only once a version is ACTIVE.
 func startClusterStoraged(t testing.TB, zkAddr, cluster, source string) *storaged {
 	t.Helper()
-	s := &storaged{t: t, addr: freeAddr(t), store: t.TempDir()}
-	s.args = []string{"--source", source, "--local-store", s.store, "--bind", s.addr,
-		"--zk", zkAddr, "--cluster", cluster, "--advertise", s.addr,
-		"--time-to-converge", "1s", "--zk-session-timeout", clusterSessionTimeout.String()}
-	s.spawn()
-	t.Cleanup(func() {
-		s.stop()
-		if t.Failed() {
-			t.Logf("storaged %s log:\n%s", s.addr, s.log)
-		}
-	})
+	addr := proctest.FreeAddr(t)
+	s := &storaged{addr: addr, Process: proctest.Start(t, storagedBin,
+		"--source", source, "--local-store", t.TempDir(), "--bind", addr,
+		"--zk", zkAddr, "--cluster", cluster, "--advertise", addr,
+		"--time-to-converge", "1s", "--zk-session-timeout", clusterSessionTimeout.String())}
 	return s
 }
 
 // clusterSessionTimeout is the cluster nodes' ZooKeeper session timeout:
 // how long a killed node stays in the map.
 const clusterSessionTimeout = 3 * time.Second
-
-func (s *storaged) spawn() {
-	s.t.Helper()
-	s.log = &bytes.Buffer{}
-	s.cmd = exec.Command(storagedBin, s.args...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("starting storaged: %v", err)
-	}
-}
-
-func (s *storaged) start() {
-	s.t.Helper()
-	s.spawn()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + s.addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			s.t.Fatalf("storaged on %s not healthy after 30s; its log:\n%s", s.addr, s.log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill sends SIGKILL: no goodbye, no deregistration.
-func (s *storaged) kill() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-		s.cmd = nil
-	}
-}
-
-func (s *storaged) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { s.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			s.cmd.Process.Kill()
-			<-done
-		}
-		s.cmd = nil
-	}
-}
-
-// refresh makes storaged re-scan its source (SIGHUP).
-func (s *storaged) refresh() {
-	if s.cmd != nil {
-		s.cmd.Process.Signal(syscall.SIGHUP)
-	}
-}
 
 func (s *storaged) url() string { return "http://" + s.addr }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,7 +163,7 @@ func TestKill9DuringReads(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	time.AfterFunc(time.Second, a.kill)
+	time.AfterFunc(time.Second, a.Kill)
 	rs := readers(ctx, 8, rd.base, testDB, testKeys)
 	reads, failures, samples, _, _ := total(rs)
 	if failures > 0 {
@@ -234,8 +235,8 @@ func TestNewVersionDuringReads(t *testing.T) {
 	go func() { done <- readers(ctx, 8, rd.base, testDB, testKeys) }()
 	time.Sleep(500 * time.Millisecond)
 	writeVersion(t, src, testDB, "v2", testParts, testKeys)
-	a.refresh()
-	b.refresh()
+	a.Signal(syscall.SIGHUP)
+	b.Signal(syscall.SIGHUP)
 	rd.waitServed(t, testDB, "v2", 60*time.Second)
 	time.Sleep(time.Second)
 	cancel()
@@ -273,7 +274,7 @@ func TestCacheAfterVersionSwitch(t *testing.T) {
 		t.Fatalf("%v cache hits on the second round of %d keys", hits, n)
 	}
 	writeVersion(t, src, testDB, "v2", testParts, testKeys)
-	a.refresh()
+	a.Signal(syscall.SIGHUP)
 	rd.waitServed(t, testDB, "v2", 60*time.Second)
 	for i := 0; i < n; i++ {
 		key := keyName(i)

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	})
 	writeVersion(t, root, testDB, "v1", testParts, testKeys)
 	for _, n := range nodes {
-		n.refresh()
+		n.Signal(syscall.SIGHUP)
 	}
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
 
@@ -103,7 +104,7 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	go func() { done <- readers(ctx, 8, rd.base, testDB, testKeys) }()
 	time.Sleep(time.Second)
 	killed := time.Now()
-	victim.kill()
+	victim.Kill()
 	// Read on while the dead node is still registered and after its
 	// session expired and it left the map.
 	waitMap(t, w, time.Minute, func(m *topo.Map) string {

@@ -122,7 +122,7 @@ func TestNodeDeath(t *testing.T) {
 	shards := addrs(nodes...)
 	dead := nodes[2]
 	killed := time.Now()
-	dead.kill()
+	dead.Kill()
 
 	waitFor(t, zkDeadline, "the dead node's znodes to expire", func() bool {
 		for _, k := range zkChildren(t, zks.Addr(), testPaths.Nodes()) {

@@ -22,7 +22,7 @@ func TestSessionExpiry(t *testing.T) {
 	nodes := []*node{startNode(t, zks.Addr(), root), startNode(t, zks.Addr(), root), startNode(t, proxy.Addr(), root)}
 	addVersionWhenRegistered(t, zks, root, "v1", nodes)
 	cut := nodes[2]
-	pid := cut.pid()
+	pid := cut.PID()
 	held := hashring.Assign(cut.addr, addrs(nodes...), testParts, testRepl)
 	entry := topo.NodeName(cut.addr, cut.addr)
 	registered := func() bool {
@@ -54,7 +54,7 @@ func TestSessionExpiry(t *testing.T) {
 		return registered() && len(replicaEntries(t, zks.Addr(), "v1", cut.addr)) == len(held)
 	})
 	t.Logf("znodes back %v after the network healed", time.Since(healed).Round(10*time.Millisecond))
-	if !cut.running() || cut.pid() != pid {
+	if !cut.Running() || cut.PID() != pid {
 		t.Fatal("the node was restarted")
 	}
 }

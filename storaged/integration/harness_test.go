@@ -4,17 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"spangle/shared/proctest"
 	"spangle/shared/wire"
 )
 
@@ -32,11 +29,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	storagedBin = filepath.Join(dir, "storaged")
-	cmd := exec.Command("go", "build", "-o", storagedBin, "spangle/storaged")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "integration: building storaged:", err)
+	if storagedBin, err = proctest.Build(dir, "spangle/storaged"); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1
 	}
 	return m.Run()
@@ -51,25 +45,10 @@ const (
 	testRetention      = "2s"
 )
 
-// freeAddr returns a loopback address nobody listens on right now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // node is one real storaged process in cluster mode.
 type node struct {
-	t       testing.TB
-	addr    string
-	args    []string
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	*proctest.Process
+	addr string
 }
 
 // startNode runs storaged in cluster mode against ZooKeeper at zkAddr on
@@ -77,92 +56,18 @@ type node struct {
 // wait for anything.
 func startNode(t testing.TB, zkAddr, source string, extra ...string) *node {
 	t.Helper()
-	dir := t.TempDir()
-	n := &node{t: t, addr: freeAddr(t), logPath: filepath.Join(dir, "storaged.log")}
-	n.args = append([]string{
-		"--source", source, "--local-store", filepath.Join(dir, "store"), "--bind", n.addr,
-		"--zk", zkAddr, "--cluster", testCluster, "--advertise", n.addr,
+	addr := proctest.FreeAddr(t)
+	args := append([]string{
+		"--source", source, "--local-store", t.TempDir(), "--bind", addr,
+		"--zk", zkAddr, "--cluster", testCluster, "--advertise", addr,
 		"--time-to-converge", testConverge, "--zk-session-timeout", testSessionTimeout.String(),
 		"--version-retention", testRetention,
 	}, extra...)
-	n.start()
-	t.Cleanup(func() {
-		n.stop()
-		if t.Failed() {
-			b, _ := os.ReadFile(n.logPath)
-			t.Logf("storaged %s log:\n%s", n.addr, tail(string(b), 60))
-		}
-	})
-	return n
-}
-
-func tail(s string, lines int) string {
-	l := strings.Split(s, "\n")
-	if len(l) > lines {
-		l = l[len(l)-lines:]
-	}
-	return strings.Join(l, "\n")
-}
-
-func (n *node) start() {
-	n.t.Helper()
-	f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	defer f.Close()
-	n.cmd = exec.Command(storagedBin, n.args...)
-	n.cmd.Stdout, n.cmd.Stderr = f, f
-	if err := n.cmd.Start(); err != nil {
-		n.t.Fatalf("starting storaged: %v", err)
-	}
-	n.exited = make(chan struct{})
-	cmd, exited := n.cmd, n.exited
-	go func() { cmd.Wait(); close(exited) }()
-}
-
-// pid is the process id, to show a node was not restarted.
-func (n *node) pid() int { return n.cmd.Process.Pid }
-
-// running reports whether the process is still alive.
-func (n *node) running() bool {
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL: no goodbye, the ZooKeeper session just stops.
-func (n *node) kill() {
-	if n.cmd != nil {
-		n.cmd.Process.Kill()
-		<-n.exited
-		n.cmd = nil
-	}
-}
-
-func (n *node) stop() {
-	if n.cmd == nil {
-		return
-	}
-	n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.exited:
-	case <-time.After(15 * time.Second):
-		n.cmd.Process.Kill()
-		<-n.exited
-	}
-	n.cmd = nil
+	return &node{Process: proctest.Start(t, storagedBin, args...), addr: addr}
 }
 
 // refresh makes the node re-scan its source (SIGHUP).
-func (n *node) refresh() {
-	if n.cmd != nil {
-		n.cmd.Process.Signal(syscall.SIGHUP)
-	}
-}
+func (n *node) refresh() { n.Signal(syscall.SIGHUP) }
 
 var client = &http.Client{Timeout: 5 * time.Second}
 

@@ -59,7 +59,7 @@ func TestZooKeeperOutage(t *testing.T) {
 	zks, root, nodes := startCluster(t)
 	pids := map[*node]int{}
 	for _, n := range nodes {
-		pids[n] = n.pid()
+		pids[n] = n.PID()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var reads readLoop
@@ -104,7 +104,7 @@ func TestZooKeeperOutage(t *testing.T) {
 		return len(got) == len(want) && got[0] == want[0] && got[1] == want[1] && got[2] == want[2]
 	})
 	for _, n := range nodes {
-		if !n.running() || n.pid() != pids[n] {
+		if !n.Running() || n.PID() != pids[n] {
 			t.Fatalf("%s was restarted", n.addr)
 		}
 		if got, want := len(replicaEntries(t, zks.Addr(), "v2", n.addr)), len(hashring.Assign(n.addr, addrs(nodes...), testParts, testRepl)); got != want {

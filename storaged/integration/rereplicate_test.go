@@ -85,7 +85,7 @@ func TestRereplication(t *testing.T) {
 	}()
 
 	killed := time.Now()
-	dead.kill()
+	dead.Kill()
 	waitFor(t, zkDeadline, "both survivors serving every partition", func() bool {
 		for _, n := range live {
 			st, err := n.status()
@@ -158,13 +158,13 @@ func TestLeaderKilledDuringRereplication(t *testing.T) {
 			break
 		}
 	}
-	victim.kill()
+	victim.Kill()
 	lead := byAddr[first]
 	waitFor(t, zkDeadline, "the first leader's re-replication committed", func() bool {
 		st, err := lead.status()
 		return err == nil && st.Coordination != nil && st.Coordination.Epoch >= 1
 	})
-	lead.kill()
+	lead.Kill()
 	var live []*node
 	for _, n := range nodes {
 		if n != victim && n != lead {
