@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,21 +21,7 @@ import (
 var storagedBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "routerd-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if storagedBin, err = proctest.Build(dir, "spangle/storaged"); err != nil {
-		fmt.Fprintln(os.Stderr, "integration:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(proctest.RunWithBinary(m, "spangle/storaged", &storagedBin))
 }
 
 // storaged is one real storaged process.

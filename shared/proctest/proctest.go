@@ -33,6 +33,25 @@ func Build(dir, pkg string) (string, error) {
 	return bin, nil
 }
 
+// RunWithBinary is a TestMain body for tests that run a daemon's
+// processes: it builds pkg into a temporary directory, sets *bin to the
+// binary, runs the tests and removes the directory. It returns the exit
+// code for os.Exit; a failed build fails the whole package with the
+// reason on stderr.
+func RunWithBinary(m *testing.M, pkg string, bin *string) int {
+	dir, err := os.MkdirTemp("", "proctest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "proctest:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = Build(dir, pkg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
 // FreeAddr returns a loopback host:port nobody listened on a moment ago.
 func FreeAddr(t testing.TB) string {
 	t.Helper()

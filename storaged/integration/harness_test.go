@@ -19,21 +19,7 @@ import (
 var storagedBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "storaged-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if storagedBin, err = proctest.Build(dir, "spangle/storaged"); err != nil {
-		fmt.Fprintln(os.Stderr, "integration:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(proctest.RunWithBinary(m, "spangle/storaged", &storagedBin))
 }
 
 // Cluster settings of the tests: short, so that convergence and session

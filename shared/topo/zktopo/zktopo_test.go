@@ -46,8 +46,10 @@ func open(t testing.TB, servers ...string) *zktopo.Conn {
 	return c
 }
 
-func TestSuite(t *testing.T) {
-	srv := zktest.Start(t)
+// proxiedConns is the part of a topotest.Backend that makes Conns to srv,
+// each through its own proxy so that it alone can be cut off until its
+// session expires.
+func proxiedConns(srv *zktest.Server) topotest.Backend {
 	var mu sync.Mutex
 	proxies := map[topo.Conn]*zktest.Proxy{}
 	proxy := func(c topo.Conn) *zktest.Proxy {
@@ -55,10 +57,8 @@ func TestSuite(t *testing.T) {
 		defer mu.Unlock()
 		return proxies[c]
 	}
-	topotest.Run(t, topotest.Backend{
+	return topotest.Backend{
 		NewConn: func(t *testing.T) topo.Conn {
-			// Each Conn goes through its own proxy, so that it alone can
-			// be cut off.
 			p := srv.Proxy(t)
 			c := open(t, p.Addr())
 			mu.Lock()
@@ -66,25 +66,31 @@ func TestSuite(t *testing.T) {
 			mu.Unlock()
 			return c
 		},
-		NewWatcher: func(t *testing.T) topo.Watcher {
-			w, err := zktopo.OpenWatcher(zktopo.Options{
-				Servers: []string{srv.Addr()}, Cluster: cluster(t), SessionTimeout: sessionTimeout, Logger: zaptest.NewLogger(t),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { w.Close() })
-			return w
-		},
-		Down: func(*testing.T) { srv.Stop() },
-		Up: func(*testing.T) {
-			// An outage longer than the session timeout.
-			time.Sleep(2 * sessionTimeout)
-			srv.Restart()
-		},
 		Cut:  func(_ *testing.T, c topo.Conn) { proxy(c).Cut() },
 		Heal: func(_ *testing.T, c topo.Conn) { proxy(c).Heal() },
-	})
+	}
+}
+
+func TestSuite(t *testing.T) {
+	srv := zktest.Start(t)
+	b := proxiedConns(srv)
+	b.NewWatcher = func(t *testing.T) topo.Watcher {
+		w, err := zktopo.OpenWatcher(zktopo.Options{
+			Servers: []string{srv.Addr()}, Cluster: cluster(t), SessionTimeout: sessionTimeout, Logger: zaptest.NewLogger(t),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		return w
+	}
+	b.Down = func(*testing.T) { srv.Stop() }
+	b.Up = func(*testing.T) {
+		// An outage longer than the session timeout.
+		time.Sleep(2 * sessionTimeout)
+		srv.Restart()
+	}
+	topotest.Run(t, b)
 }
 
 // TestFootprint counts, on a server of its own, the watches and znodes
