@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,23 +10,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"spangle/routerd/internal/browsertest"
 	"spangle/shared/topo"
 )
-
-// chromiumPath finds Debian's chromium; a missing browser fails the test.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Fatal("chromium not found (apt-get install chromium, or set CHROMIUM=/path): the status page test needs a real browser")
-	return ""
-}
 
 // renderedPage is what routerd's status page showed in the browser.
 type renderedPage struct {
@@ -41,20 +26,11 @@ type renderedPage struct {
 // table and the partition tables from the rendered DOM.
 func renderStatusPage(t *testing.T, url string) renderedPage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	bctx := browsertest.Open(t, context.Background(), url)
 	var p renderedPage
-	err := chromedp.Do(bctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#nodes")))
-	if err == nil {
-		p.nodes, err = chromedp.Run(bctx, chromedp.Evaluate[[]string](
-			`Array.from(document.querySelectorAll('#nodes tbody tr')).map(tr => tr.cells[0].innerText)`))
-	}
+	var err error
+	p.nodes, err = chromedp.Run(bctx, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll('#nodes tbody tr')).map(tr => tr.cells[0].innerText)`))
 	if err == nil {
 		p.parts, err = chromedp.Run(bctx, chromedp.Evaluate[map[string][]string](
 			`Object.fromEntries(Array.from(document.querySelectorAll('table.partitions')).map(tb =>

@@ -2,28 +2,13 @@ package server
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
-	"time"
+
+	"spangle/routerd/internal/browsertest"
 
 	"github.com/chromedp/chromedp"
 )
-
-// chromiumPath finds Debian's chromium; the test fails, never skips,
-// when it is missing.
-func chromiumPath(t *testing.T) string {
-	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Fatal("chromium not found (apt-get install chromium, or set CHROMIUM=/path): the status page test needs a real browser")
-	return ""
-}
 
 func TestStatusPageInChromium(t *testing.T) {
 	s, _, _ := newTestServer(t, twoNodeMap(), 0)
@@ -71,19 +56,10 @@ type chromiumPage struct {
 // page's tables from the rendered DOM.
 func openInChromium(t *testing.T, ctx context.Context, url string) chromiumPage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	bctx := browsertest.Open(t, ctx, url)
 	var p chromiumPage
-	err := chromedp.Do(bctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#nodes")))
-	if err == nil {
-		p.body, err = chromedp.Run(bctx, chromedp.Text(chromedp.CSS("body")))
-	}
+	var err error
+	p.body, err = chromedp.Run(bctx, chromedp.Text(chromedp.CSS("body")))
 	if err == nil {
 		p.nodeRows, err = chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('#nodes tbody tr').length`))
 	}
