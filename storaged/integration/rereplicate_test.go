@@ -22,18 +22,7 @@ const testRereplicateAfter = 2 * time.Second
 // to two live replicas, and a client trying the nodes in turn never
 // fails to read a key meanwhile.
 func TestRereplication(t *testing.T) {
-	zks := zktest.Start(t)
-	root := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "storaged.toml")
-	toml := "[sharding]\nrereplicate_after = \"" + testRereplicateAfter.String() + "\"\n"
-	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var nodes []*node
-	for i := 0; i < 3; i++ {
-		nodes = append(nodes, startNode(t, zks.Addr(), root, "--config", cfg))
-	}
-	addVersionWhenRegistered(t, zks, root, "v1", nodes)
+	nodes := startRereplicatingCluster(t, 3)
 
 	var leader string
 	waitFor(t, zkDeadline, "every node naming one leader", func() bool {
@@ -122,18 +111,7 @@ func TestRereplication(t *testing.T) {
 // more are built from the source. Every partition ends at two replicas
 // on the two survivors.
 func TestLeaderKilledDuringRereplication(t *testing.T) {
-	zks := zktest.Start(t)
-	root := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "storaged.toml")
-	toml := "[sharding]\nrereplicate_after = \"" + testRereplicateAfter.String() + "\"\n"
-	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var nodes []*node
-	for i := 0; i < 4; i++ {
-		nodes = append(nodes, startNode(t, zks.Addr(), root, "--config", cfg))
-	}
-	addVersionWhenRegistered(t, zks, root, "v1", nodes)
+	nodes := startRereplicatingCluster(t, 4)
 	byAddr := map[string]*node{}
 	for _, n := range nodes {
 		byAddr[n.addr] = n
@@ -198,4 +176,24 @@ func TestLeaderKilledDuringRereplication(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startRereplicatingCluster starts a real ZooKeeper and n storaged with
+// a short rereplicate_after on one source root, and publishes version v1
+// there once every node is registered.
+func startRereplicatingCluster(t *testing.T, n int) []*node {
+	t.Helper()
+	zks := zktest.Start(t)
+	root := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "storaged.toml")
+	toml := "[sharding]\nrereplicate_after = \"" + testRereplicateAfter.String() + "\"\n"
+	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*node
+	for i := 0; i < n; i++ {
+		nodes = append(nodes, startNode(t, zks.Addr(), root, "--config", cfg))
+	}
+	addVersionWhenRegistered(t, zks, root, "v1", nodes)
+	return nodes
 }
