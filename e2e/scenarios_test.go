@@ -44,15 +44,7 @@ func (s *suite) coldStart(t *testing.T, ctx context.Context, upStart time.Time, 
 // nodeLoss: docker kill one storaged under load: zero failed reads.
 func (s *suite) nodeLoss(t *testing.T, ctx context.Context, r *row) {
 	const victim = "storaged2"
-	run := load.Start(ctx, s.loadOptions(s.routerURL(t, ctx)))
-	observe(ctx, 3*time.Second)
-	killed := time.Now()
-	if err := s.c.Kill(ctx, victim); err != nil {
-		run.Stop()
-		t.Fatal(err)
-	}
-	observe(ctx, 15*time.Second)
-	res := run.Stop()
+	res, killed := s.faultUnderLoad(t, ctx, func() error { return s.c.Kill(ctx, victim) })
 	*r = fromResult(r.name, res)
 	r.recoveryOf = "kill to last failed read"
 	if res.Failed > 0 {
@@ -193,15 +185,7 @@ func (s *suite) corruptVersion(t *testing.T, ctx context.Context, r *row) {
 // proxy_stage_timeout, no failed reads; reconnecting heals.
 func (s *suite) partition(t *testing.T, ctx context.Context, r *row) {
 	const victim = "storaged3"
-	run := load.Start(ctx, s.loadOptions(s.routerURL(t, ctx)))
-	observe(ctx, 3*time.Second)
-	cut := time.Now()
-	if err := s.c.Disconnect(ctx, victim); err != nil {
-		run.Stop()
-		t.Fatal(err)
-	}
-	observe(ctx, 15*time.Second)
-	res := run.Stop()
+	res, cut := s.faultUnderLoad(t, ctx, func() error { return s.c.Disconnect(ctx, victim) })
 	*r = fromResult(r.name, res)
 	checkLate := func() {
 		if late := res.FailedAfter(cut.Add(stageTimeout)); late > 0 {
@@ -320,4 +304,20 @@ func metric(text, name string) float64 {
 		return -1
 	}
 	return v
+}
+
+// faultUnderLoad runs readers through routerd for 3 s, injects fault,
+// keeps reading for 15 s and returns what the readers saw and when the
+// fault began.
+func (s *suite) faultUnderLoad(t *testing.T, ctx context.Context, fault func() error) (*load.Result, time.Time) {
+	t.Helper()
+	run := load.Start(ctx, s.loadOptions(s.routerURL(t, ctx)))
+	observe(ctx, 3*time.Second)
+	at := time.Now()
+	if err := fault(); err != nil {
+		run.Stop()
+		t.Fatal(err)
+	}
+	observe(ctx, 15*time.Second)
+	return run.Stop(), at
 }

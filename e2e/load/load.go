@@ -112,6 +112,7 @@ type reader struct {
 // Run is a running load.
 type Run struct {
 	cancel context.CancelFunc
+	client *http.Client
 	wg     sync.WaitGroup
 	rs     []*reader
 	start  time.Time
@@ -125,22 +126,12 @@ type Run struct {
 func Start(ctx context.Context, o Options) *Run {
 	o.fill()
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Run{cancel: cancel, start: time.Now(), firstSeen: map[string]time.Time{}, seenBy: map[string]int{}}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: o.Readers}}
-	for i := 0; i < o.Readers; i++ {
-		rd := newReader()
-		r.rs = append(r.rs, rd)
-		r.wg.Add(1)
-		go func(i int) {
-			defer r.wg.Done()
-			// Readers start at different keys and stride by a prime, so
-			// they spread over partitions.
-			for n := 0; ctx.Err() == nil; n++ {
-				k := (i*(o.Keys/o.Readers) + n*7919) % o.Keys
-				r.read(ctx, client, o, rd, k)
-			}
-		}(i)
-	}
+	// Readers start at different keys and stride by a prime, so they
+	// spread over partitions.
+	r := startReaders(ctx, o, func(i, n int) (int, bool) {
+		return (i*(o.Keys/o.Readers) + n*7919) % o.Keys, true
+	})
+	r.cancel = cancel
 	return r
 }
 
@@ -148,22 +139,37 @@ func Start(ctx context.Context, o Options) *Run {
 // they saw.
 func Sweep(ctx context.Context, o Options) *Result {
 	o.fill()
-	r := &Run{start: time.Now(), firstSeen: map[string]time.Time{}, seenBy: map[string]int{}}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: o.Readers}}
+	r := startReaders(ctx, o, func(i, n int) (int, bool) {
+		k := i + n*o.Readers
+		return k, k < o.Keys
+	})
+	r.wg.Wait()
+	r.client.CloseIdleConnections()
+	return r.merge()
+}
+
+// startReaders starts o.Readers readers sharing one keep-alive client;
+// the n-th read of reader i is of key keyAt(i, n), until keyAt says no
+// more or ctx ends.
+func startReaders(ctx context.Context, o Options, keyAt func(i, n int) (int, bool)) *Run {
+	r := &Run{start: time.Now(), firstSeen: map[string]time.Time{}, seenBy: map[string]int{},
+		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: o.Readers}}}
 	for i := 0; i < o.Readers; i++ {
 		rd := newReader()
 		r.rs = append(r.rs, rd)
 		r.wg.Add(1)
 		go func(i int) {
 			defer r.wg.Done()
-			for k := i; k < o.Keys && ctx.Err() == nil; k += o.Readers {
-				r.read(ctx, client, o, rd, k)
+			for n := 0; ctx.Err() == nil; n++ {
+				k, ok := keyAt(i, n)
+				if !ok {
+					return
+				}
+				r.read(ctx, o, rd, k)
 			}
 		}(i)
 	}
-	r.wg.Wait()
-	client.CloseIdleConnections()
-	return r.merge()
+	return r
 }
 
 func newReader() *reader {
@@ -175,6 +181,7 @@ func newReader() *reader {
 func (r *Run) Stop() *Result {
 	r.cancel()
 	r.wg.Wait()
+	r.client.CloseIdleConnections()
 	return r.merge()
 }
 
@@ -193,7 +200,7 @@ func (r *Run) SeenByAll(version string) bool {
 	return r.seenBy[version] == len(r.rs)
 }
 
-func (r *Run) read(ctx context.Context, client *http.Client, o Options, rd *reader, i int) {
+func (r *Run) read(ctx context.Context, o Options, rd *reader, i int) {
 	key := o.Key(i)
 	rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
 	defer cancel()
@@ -215,7 +222,7 @@ func (r *Run) read(ctx context.Context, client *http.Client, o Options, rd *read
 		fail(0, "%v", err)
 		return
 	}
-	resp, err := client.Do(req)
+	resp, err := r.client.Do(req)
 	if err != nil {
 		fail(0, "%v", err)
 		return
