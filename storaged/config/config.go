@@ -24,7 +24,7 @@ const (
 	DefaultClusterName      = "spangle"
 	DefaultZKConnect        = time.Second
 	DefaultZKSession        = 10 * time.Second
-	DefaultBlockCacheSize   = 8 << 20
+	DefaultBlockCacheSize   = 64 << 20
 	DefaultBlockSize        = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits        = 10
 	DefaultSpillSize        = 128 << 20
@@ -127,7 +127,9 @@ func (c *Config) ClusterMode() bool {
 
 // LevelDB bounds the memory and shapes the files of partitions.
 type LevelDB struct {
-	// BlockCacheSize is each open partition's block cache in bytes.
+	// BlockCacheSize bounds the node's block cache in bytes: one cache for
+	// every partition held, so memory does not grow with their number.
+	// 0 turns it off (the page cache still serves the files).
 	BlockCacheSize int `toml:"block_cache_size"`
 	// BlockSize is the data block size of written tables.
 	BlockSize int `toml:"block_size"`
@@ -135,8 +137,6 @@ type LevelDB struct {
 	BloomBitsPerKey int `toml:"bloom_bits_per_key"`
 	// Compression of blocks: "none" or "snappy".
 	Compression string `toml:"compression"`
-	// OpenFiles bounds the table files each partition keeps open.
-	OpenFiles int `toml:"open_files"`
 	// SpillSize is how many bytes of records a load buffers before
 	// writing sorted runs (for files that are not pre-sharded).
 	SpillSize int64 `toml:"spill_size"`
@@ -243,7 +243,6 @@ func (c *Config) Validate() error {
 	check(l.BlockSize < 0 || l.BlockSize > 64<<20, "leveldb.block_size", "must be between 0 and 64 MiB")
 	check(l.BloomBitsPerKey < 0 || l.BloomBitsPerKey > 64, "leveldb.bloom_bits_per_key", "must be between 0 and 64")
 	check(l.Compression != "none" && l.Compression != "snappy", "leveldb.compression", "%q is not none or snappy", l.Compression)
-	check(l.OpenFiles < 0, "leveldb.open_files", "must not be negative")
 	check(l.SpillSize < 0, "leveldb.spill_size", "must not be negative")
 	return errors.Join(errs...)
 }

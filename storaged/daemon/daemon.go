@@ -17,6 +17,7 @@ import (
 	"spangle/shared/placement"
 	"spangle/shared/source"
 	"spangle/shared/topo"
+	"spangle/storaged/blockcache"
 	"spangle/storaged/cluster"
 	"spangle/storaged/config"
 	"spangle/storaged/coordinator"
@@ -130,6 +131,10 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		}
 	}
 	l := cfg.LevelDB
+	blocks := blockcache.New(int64(l.BlockCacheSize))
+	if err := registerBlockCache(reg, blocks); err != nil {
+		return nil, err
+	}
 	vopts := versions.Options{
 		Source: src, Store: st, Log: log, Registerer: reg,
 		Retention: cfg.VersionRetention, RefreshPeriod: cfg.RefreshPeriod,
@@ -139,7 +144,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			Build: store.BuildOptions{BlockSize: l.BlockSize, BloomBitsPerKey: bloomBits(l.BloomBitsPerKey),
 				Snappy: l.Compression == "snappy", NoSync: l.NoSync},
 		},
-		Cache: store.CacheOptions{BlockCacheSize: l.BlockCacheSize, OpenFiles: l.OpenFiles},
+		Cache: store.CacheOptions{Blocks: blocks},
 	}
 	sopts := server.Options{
 		Log: log, Registry: reg, ContentType: cfg.ContentType,

@@ -1,83 +1,88 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
-	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/filter"
-	"github.com/syndtr/goleveldb/leveldb/opt"
+	"spangle/storaged/blockcache"
 )
 
 // ErrNotFound is returned by Partition.Get for a key it does not hold.
 var ErrNotFound = errors.New("store: key not found")
 
-// CacheOptions bounds the memory of an open partition. Zero values select
-// the defaults noted.
+// CacheOptions says what open partitions read through.
 type CacheOptions struct {
-	// BlockCacheSize is the byte size of the partition's block cache, which
-	// also holds its index and bloom filter blocks; default 8 MiB.
-	BlockCacheSize int
-	// OpenFiles bounds the table files kept open; default 16.
-	OpenFiles int
+	// Blocks is the node's block cache, shared by every open partition;
+	// nil reads every block from its file (the page cache still helps).
+	Blocks *blockcache.Cache
 }
 
-// Partition is one loaded partition, opened read-only. It is safe for
-// concurrent use.
+// Partition is one loaded partition: a LevelDB database opened for point
+// lookups. It reads LevelDB's files itself instead of through goleveldb:
+// the tables never change, so it needs no snapshot, version set or
+// iterator, keeps each table's index and bloom filter in memory, and
+// looks a key up without allocating. It is safe for concurrent use.
 type Partition struct {
-	db *leveldb.DB
-	// snap is held open for the partition's life: it never changes, and a
-	// lookup through a snapshot takes a shared lock where DB.Get takes
-	// the DB's snapshot mutex twice and allocates a list element.
-	snap *leveldb.Snapshot
+	dir    string
+	tables []partTable // in the order a lookup tries them
 }
 
-// OpenPartition opens a partition database built by PartitionBuilder (or
-// any LevelDB database with a bytewise comparer).
+type partTable struct {
+	*sstable
+	smallest, largest []byte // user keys
+}
+
+// OpenPartition opens a partition database built by PartitionBuilder, or
+// any LevelDB database with the bytewise comparer whose journal is empty.
 func OpenPartition(dir string, o CacheOptions) (*Partition, error) {
-	cacheSize := o.BlockCacheSize
-	if cacheSize <= 0 {
-		cacheSize = 8 << 20
-	}
-	files := o.OpenFiles
-	if files <= 0 {
-		files = 16
-	}
-	db, err := leveldb.OpenFile(dir, &opt.Options{
-		ReadOnly:               true,
-		ErrorIfMissing:         true,
-		BlockCacheCapacity:     cacheSize,
-		OpenFilesCacheCapacity: files,
-		// Read-only: the memtable is never written, so keep it tiny.
-		WriteBuffer: 64 << 10,
-		Filter:      filter.NewBloomFilter(10),
-	})
+	refs, err := readDescriptor(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store: opening partition %s: %w", dir, err)
 	}
-	snap, err := db.GetSnapshot()
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: opening partition %s: %w", dir, err)
-	}
-	return &Partition{db: db, snap: snap}, nil
-}
-
-// Get returns the value of key, a fresh slice the caller may keep, or
-// ErrNotFound.
-func (p *Partition) Get(key []byte) ([]byte, error) {
-	v, err := p.snap.Get(key, nil)
-	if err != nil {
-		if errors.Is(err, leveldb.ErrNotFound) {
-			return nil, ErrNotFound
+	p := &Partition{dir: dir}
+	for _, ref := range refs {
+		t, err := openTable(tablePath(dir, ref.num), o.Blocks)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("store: opening partition %s: %w", dir, err)
 		}
-		return nil, fmt.Errorf("store: %w", err)
+		p.tables = append(p.tables, partTable{sstable: t, smallest: ref.smallest, largest: ref.largest})
 	}
-	return v, nil
+	return p, nil
 }
 
-// Close closes the partition. Gets must have returned.
+// Get returns the value of key, or ErrNotFound. The value is shared with
+// the block cache: the caller may keep it but must not modify it.
+func (p *Partition) Get(key []byte) ([]byte, error) {
+	for i := range p.tables {
+		t := &p.tables[i]
+		if bytes.Compare(key, t.smallest) < 0 || bytes.Compare(key, t.largest) > 0 {
+			continue
+		}
+		v, found, deleted, err := t.get(key)
+		switch {
+		case err != nil:
+			return nil, err
+		case deleted:
+			return nil, ErrNotFound
+		case found:
+			return v, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// Close closes the partition's files and drops its blocks from the cache.
+// Gets must have returned.
 func (p *Partition) Close() error {
-	p.snap.Release()
-	return p.db.Close()
+	var errs []error
+	for _, t := range p.tables {
+		errs = append(errs, t.close())
+	}
+	p.tables = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: closing partition %s: %w", p.dir, err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb"
 
 	"spangle/shared/source"
+	"spangle/storaged/blockcache"
 )
 
 func buildRun(t *testing.T, b *PartitionBuilder, kv map[string]string) {
@@ -52,7 +53,7 @@ func TestPartitionRoundTrip(t *testing.T) {
 	if err := b.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := OpenPartition(dir, CacheOptions{BlockCacheSize: 1 << 16})
+	p, err := OpenPartition(dir, CacheOptions{Blocks: blockcache.New(1 << 16)})
 	if err != nil {
 		t.Fatal(err)
 	}

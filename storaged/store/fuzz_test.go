@@ -1,0 +1,76 @@
+package store
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzSeekBlock: any bytes as a block and any key give an answer or an
+// error, never a panic, and a value found lies inside the block.
+func FuzzSeekBlock(f *testing.F) {
+	dir := buildPartition(f, 40, BuildOptions{BlockSize: 256})
+	data, err := os.ReadFile(onlyTable(f, dir))
+	if err != nil {
+		f.Fatal(err)
+	}
+	t, err := openTable(onlyTable(f, dir), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	bh := t.handles[0]
+	t.close()
+	f.Add(data[bh.offset:bh.offset+bh.size], []byte("key-000003"))
+	f.Add(data[bh.offset:bh.offset+bh.size], []byte("key-0000031"))
+	f.Add([]byte{0, 0, 0, 0}, []byte("k"))
+	f.Add([]byte{0, 1, 5, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 0, 0, 0, 0, 1, 0, 0, 0}, []byte("abcde"))
+	f.Fuzz(func(t *testing.T, block, key []byte) {
+		value, _, found, err := seekBlock(block, key)
+		if err != nil || !found || len(value) == 0 {
+			return
+		}
+		if !bytes.Contains(block, value) {
+			t.Fatalf("value %q is not from the block", value)
+		}
+	})
+}
+
+// FuzzOpenPartition: a table file with any bytes changed opens with an
+// error or answers lookups with values or errors, never a panic.
+func FuzzOpenPartition(f *testing.F) {
+	dir := buildPartition(f, 200, BuildOptions{BlockSize: 256})
+	path := onlyTable(f, dir)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint16(100), byte(1), uint16(len(data)))
+	f.Add(uint16(len(data)-10), byte(0x80), uint16(len(data)))
+	f.Add(uint16(len(data)-footerLen+1), byte(0xff), uint16(len(data)))
+	f.Add(uint16(0), byte(0), uint16(len(data)-3))
+	f.Fuzz(func(t *testing.T, at uint16, flip byte, size uint16) {
+		d := bytes.Clone(data)
+		if int(at) < len(d) {
+			d[at] ^= flip
+		}
+		if int(size) < len(d) {
+			d = d[:size]
+		}
+		tdir := filepath.Join(t.TempDir(), "p")
+		if err := os.CopyFS(tdir, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tdir, filepath.Base(path)), d, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := OpenPartition(tdir, CacheOptions{})
+		if err != nil {
+			return
+		}
+		defer p.Close()
+		for _, k := range []string{"key-000000", "key-000150", "key-000199", "key-0001", "zzz"} {
+			p.Get([]byte(k))
+		}
+	})
+}
