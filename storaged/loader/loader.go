@@ -55,6 +55,28 @@ type Result struct {
 	FastFiles int
 	// Runs counts the sorted runs written.
 	Runs int64
+
+	built []*store.PartitionBuilder
+}
+
+// Sync returns once every partition the load built is on disk (see
+// store.PartitionBuilder.Sync); the partitions may be opened and served
+// before.
+func (r Result) Sync() error {
+	errs := make([]error, len(r.built))
+	var wg sync.WaitGroup
+	for i, b := range r.built {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.Sync()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("loader: %w", err)
+	}
+	return nil
 }
 
 // loadState is one version's load in progress.
@@ -73,8 +95,9 @@ type loadState struct {
 }
 
 // Load builds the held partitions of a version. On success every held
-// partition is a finished database; on error the caller discards the
-// partially written directories.
+// partition is a finished database that may be opened, not yet synced to
+// disk (Result.Sync); on error the caller discards the partially written
+// directories.
 func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	n := len(req.Files)
 	if n == 0 {
@@ -98,13 +121,6 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	}
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n,
 		builders: make([]*store.PartitionBuilder, n), buffers: make([]*buffer, n)}
-	defer func() {
-		for _, b := range st.builders {
-			if b != nil {
-				b.Abort()
-			}
-		}
-	}()
 	for _, p := range held {
 		if p < 0 || p >= n {
 			return Result{}, fmt.Errorf("loader: partition %d out of range [0,%d)", p, n)
@@ -123,26 +139,17 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	if err := st.spill(true); err != nil {
 		return Result{}, err
 	}
-	// Finish every partition at once: each waits for its tables' fsyncs
-	// and then writes and syncs its MANIFEST, so the syncs overlap.
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for p, b := range st.builders {
+	res := Result{Records: st.records.Load(), FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}
+	for _, b := range st.builders {
 		if b == nil {
 			continue
 		}
-		st.builders[p] = nil
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[p] = b.Finish()
-		}()
+		if err := b.Finish(); err != nil {
+			return Result{}, fmt.Errorf("loader: %w", err)
+		}
+		res.built = append(res.built, b)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return Result{}, fmt.Errorf("loader: %w", err)
-	}
-	return Result{Records: st.records.Load(), FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}, nil
+	return res, nil
 }
 
 // readFiles reads every file, opts.Parallel at a time, and returns the

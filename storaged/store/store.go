@@ -134,7 +134,9 @@ func (s *Store) ReadManifest(db, version string) (Manifest, error) {
 }
 
 // WriteManifest replaces a version's manifest atomically (write, sync,
-// rename), so a crash leaves the old one or the new one.
+// rename), so a crash leaves the old one or the new one. An incomplete
+// manifest is not synced: losing it loses nothing, since a version
+// without a manifest is discarded like one whose build did not finish.
 func (s *Store) WriteManifest(m Manifest) error {
 	if err := checkNames(m.DB, m.Version); err != nil {
 		return err
@@ -153,7 +155,7 @@ func (s *Store) WriteManifest(m Manifest) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	_, err = f.Write(b)
-	if err == nil {
+	if err == nil && m.Complete {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -166,9 +168,10 @@ func (s *Store) WriteManifest(m Manifest) error {
 		os.Remove(tmp)
 		return fmt.Errorf("store: writing manifest of %s/%s: %w", m.DB, m.Version, err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if m.Complete {
+		if err := syncPath(dir); err != nil {
+			return fmt.Errorf("store: syncing %s: %w", dir, err)
+		}
 	}
 	return nil
 }

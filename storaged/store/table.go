@@ -1,19 +1,15 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
-	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/journal"
-	"github.com/syndtr/goleveldb/leveldb/opt"
-	"github.com/syndtr/goleveldb/leveldb/storage"
-	"github.com/syndtr/goleveldb/leveldb/table"
 )
 
 // BuildOptions tunes how partitions are written. Zero values select the
@@ -35,7 +31,8 @@ type BuildOptions struct {
 	// entries after its binary search instead of 8, for a few bytes more
 	// per block.
 	RestartInterval int
-	// NoSync skips fsync of the written files (tests and benchmarks).
+	// NoSync makes Sync a no-op: nothing is fsynced (tests and
+	// benchmarks).
 	NoSync bool
 }
 
@@ -51,16 +48,6 @@ func (o BuildOptions) restartInterval() int {
 		return 4
 	}
 	return o.RestartInterval
-}
-
-func (o BuildOptions) bloom() filter.Filter {
-	switch {
-	case o.BloomBitsPerKey < 0:
-		return nil
-	case o.BloomBitsPerKey == 0:
-		return filter.NewBloomFilter(10)
-	}
-	return filter.NewBloomFilter(o.BloomBitsPerKey)
 }
 
 // ErrOrder is returned by RunWriter.Append for a key smaller than the
@@ -80,6 +67,9 @@ const (
 	keyTypeValue     = 1
 	// seq is the sequence number of every key: versions are written once.
 	seq = 1
+	// manifestNum is the file number of the LevelDB MANIFEST; tables
+	// are numbered after it.
+	manifestNum = 1
 )
 
 // trailer is the 8 bytes LevelDB appends to a user key in its tables.
@@ -89,66 +79,27 @@ var trailer = func() [8]byte {
 	return b
 }()
 
-// internalComparer orders LevelDB internal keys (user key, then 8 bytes of
-// sequence and type) as LevelDB does. Every key has the same trailer here.
-type internalComparer struct{}
-
-func (internalComparer) Name() string { return bytewiseComparer }
-
-func (internalComparer) Compare(a, b []byte) int {
-	if c := bytes.Compare(a[:len(a)-8], b[:len(b)-8]); c != 0 {
-		return c
-	}
-	// Greater sequence numbers sort first.
-	x, y := binary.LittleEndian.Uint64(a[len(a)-8:]), binary.LittleEndian.Uint64(b[len(b)-8:])
-	switch {
-	case x > y:
-		return -1
-	case x < y:
-		return 1
-	}
-	return 0
-}
-
-// Separator and Successor do not shorten index keys: the index then holds
-// the last key of each block, which is always a valid separator.
-func (internalComparer) Separator(dst, a, b []byte) []byte { return nil }
-func (internalComparer) Successor(dst, b []byte) []byte    { return nil }
-
-// userKeyFilter builds the filter over user keys, as LevelDB's reader
-// queries it.
-type userKeyFilter struct{ filter.Filter }
-
-func (f userKeyFilter) NewGenerator() filter.FilterGenerator {
-	return userKeyGenerator{f.Filter.NewGenerator()}
-}
-
-type userKeyGenerator struct{ filter.FilterGenerator }
-
-func (g userKeyGenerator) Add(key []byte) { g.FilterGenerator.Add(key[:len(key)-8]) }
-
 type tableInfo struct {
-	num, size  int64
+	num, size  uint64
 	imin, imax []byte
 }
 
 // PartitionBuilder writes one partition as a LevelDB database made of
 // sorted runs. NewRun may be called from several goroutines; each
 // RunWriter is used by one.
+//
+// Building and making durable are apart: once Finish returns the
+// partition can be opened and served from the page cache, and Sync then
+// waits for its files to reach the disk. A crash before Sync returns
+// leaves files that must not be trusted, which the caller's own record of
+// a complete build (the version manifest) is written after Sync to say.
 type PartitionBuilder struct {
 	dir  string
 	opts BuildOptions
-	stor storage.Storage
 
-	mu      sync.Mutex // guards next, tables and syncErr
-	next    int64
-	tables  []tableInfo
-	syncErr error // the first failed background sync
-
-	// syncs counts closed runs whose fsync still runs in the background,
-	// so the disk writes one run while the loader reads the next file;
-	// Finish waits for them before it writes the MANIFEST.
-	syncs sync.WaitGroup
+	mu     sync.Mutex // guards next and tables
+	next   uint64
+	tables []tableInfo
 }
 
 // CreatePartition starts a fresh partition database in dir, which must
@@ -157,11 +108,11 @@ func CreatePartition(dir string, opts BuildOptions) (*PartitionBuilder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	stor, err := storage.OpenFile(dir, false)
-	if err != nil {
-		return nil, fmt.Errorf("store: opening %s: %w", dir, err)
-	}
-	return &PartitionBuilder{dir: dir, opts: opts, stor: stor, next: 2}, nil
+	return &PartitionBuilder{dir: dir, opts: opts, next: manifestNum + 1}, nil
+}
+
+func (b *PartitionBuilder) tableName(num uint64) string {
+	return filepath.Join(b.dir, fmt.Sprintf("%06d.ldb", num))
 }
 
 // NewRun starts a sorted run: a table file of keys appended in ascending
@@ -171,53 +122,38 @@ func (b *PartitionBuilder) NewRun() (*RunWriter, error) {
 	num := b.next
 	b.next++
 	b.mu.Unlock()
-	fd := storage.FileDesc{Type: storage.TypeTable, Num: num}
-	f, err := b.stor.Create(fd)
+	f, err := os.Create(b.tableName(num))
 	if err != nil {
 		return nil, fmt.Errorf("store: creating table in %s: %w", b.dir, err)
 	}
-	o := &opt.Options{
-		Comparer:             internalComparer{},
-		BlockSize:            b.opts.blockSize(),
-		Compression:          opt.NoCompression,
-		BlockRestartInterval: b.opts.restartInterval(),
-	}
-	if b.opts.Snappy {
-		o.Compression = opt.SnappyCompression
-	}
-	if bf := b.opts.bloom(); bf != nil {
-		o.Filter = userKeyFilter{bf}
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	return &RunWriter{b: b, fd: fd, f: f, bw: bw, tw: table.NewWriter(bw, o)}, nil
+	pf := &preallocFile{f: f}
+	return &RunWriter{b: b, num: num, f: f, pf: pf, w: newSSTWriter(pf, b.opts)}, nil
 }
 
 // RunWriter writes one sorted run. It is not safe for concurrent use.
 type RunWriter struct {
 	b    *PartitionBuilder
-	fd   storage.FileDesc
-	f    storage.Writer
-	bw   *bufio.Writer
-	tw   *table.Writer
-	ikey []byte
-	imin []byte
+	num  uint64
+	f    *os.File
+	pf   *preallocFile
+	w    *sstWriter
+	imin []byte // the first user key
 	n    int
 }
 
-// Append adds a key and its value. Keys must come in ascending order;
-// an equal key is kept (one of the values wins on lookup).
+// Append adds a key and its value. Keys must come in ascending order
+// (ErrOrder); an equal key is kept (one of the values wins on lookup).
 func (w *RunWriter) Append(key, value []byte) error {
-	if w.n > 0 && bytes.Compare(key, w.ikey[:len(w.ikey)-8]) < 0 {
-		return fmt.Errorf("%w: %q after %q", ErrOrder, key, w.ikey[:len(w.ikey)-8])
-	}
-	w.ikey = append(append(w.ikey[:0], key...), trailer[:]...)
-	if w.n == 0 {
-		w.imin = append([]byte(nil), w.ikey...)
-	}
-	w.n++
-	if err := w.tw.Append(w.ikey, value); err != nil {
+	if err := w.w.add(key, value); err != nil {
+		if errors.Is(err, ErrOrder) {
+			return err
+		}
 		return fmt.Errorf("store: writing %s: %w", w.b.dir, err)
 	}
+	if w.n == 0 {
+		w.imin = bytes.Clone(key)
+	}
+	w.n++
 	return nil
 }
 
@@ -225,76 +161,49 @@ func (w *RunWriter) Append(key, value []byte) error {
 func (w *RunWriter) Len() int { return w.n }
 
 // Close finishes the run and adds it to the partition. An empty run
-// leaves no file behind. The run's fsync goes on in the background;
-// Finish waits for it, so a partition is never described before its
-// tables are on disk.
+// leaves no file behind.
 func (w *RunWriter) Close() error {
 	if w.n == 0 {
 		w.Abort()
 		return nil
 	}
-	err := w.tw.Close()
+	size, err := w.w.finish()
+	imax := append(bytes.Clone(w.w.lastKey), trailer[:]...)
+	w.w.release()
+	w.w = nil
 	if err == nil {
-		err = w.bw.Flush()
+		err = w.pf.finish()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
-		w.f.Close()
-		w.b.stor.Remove(w.fd)
+		os.Remove(w.f.Name())
 		return fmt.Errorf("store: finishing table in %s: %w", w.b.dir, err)
 	}
 	w.b.mu.Lock()
-	w.b.tables = append(w.b.tables, tableInfo{
-		num: w.fd.Num, size: int64(w.tw.BytesLen()),
-		imin: w.imin, imax: append([]byte(nil), w.ikey...),
-	})
+	w.b.tables = append(w.b.tables, tableInfo{num: w.num, size: size, imin: append(w.imin, trailer[:]...), imax: imax})
 	w.b.mu.Unlock()
-	if w.b.opts.NoSync {
-		if err := w.f.Close(); err != nil {
-			w.b.failSync(fmt.Errorf("store: closing table in %s: %w", w.b.dir, err))
-		}
-		return nil
-	}
-	w.b.syncs.Add(1)
-	go func() {
-		defer w.b.syncs.Done()
-		err := w.f.Sync()
-		if cerr := w.f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			w.b.failSync(fmt.Errorf("store: syncing table in %s: %w", w.b.dir, err))
-		}
-	}()
 	return nil
-}
-
-// failSync keeps the first error of a background sync for Finish.
-func (b *PartitionBuilder) failSync(err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.syncErr == nil {
-		b.syncErr = err
-	}
 }
 
 // Abort drops the run.
 func (w *RunWriter) Abort() {
+	if w.w != nil {
+		w.w.release()
+		w.w = nil
+	}
 	w.f.Close()
-	w.b.stor.Remove(w.fd)
+	os.Remove(w.f.Name())
 }
 
 // Finish writes the LevelDB MANIFEST and CURRENT files that make the runs
-// a database, and releases the directory. Every run must be closed.
+// a database, which may then be opened. Every run must be closed. Nothing
+// is synced yet: see Sync.
 func (b *PartitionBuilder) Finish() error {
-	defer b.stor.Close()
-	b.syncs.Wait()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.syncErr != nil {
-		return b.syncErr
-	}
-	fd := storage.FileDesc{Type: storage.TypeManifest, Num: 1}
-	f, err := b.stor.Create(fd)
+	f, err := os.Create(filepath.Join(b.dir, fmt.Sprintf("MANIFEST-%06d", manifestNum)))
 	if err != nil {
 		return fmt.Errorf("store: creating manifest in %s: %w", b.dir, err)
 	}
@@ -306,14 +215,17 @@ func (b *PartitionBuilder) Finish() error {
 	if err == nil {
 		err = jw.Close()
 	}
-	if err == nil && !b.opts.NoSync {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = b.stor.SetMeta(fd)
+		// CURRENT names the MANIFEST; written aside and renamed, so it
+		// never holds half a name.
+		tmp := filepath.Join(b.dir, "CURRENT.tmp")
+		err = os.WriteFile(tmp, fmt.Appendf(nil, "MANIFEST-%06d\n", manifestNum), 0o644)
+		if err == nil {
+			err = os.Rename(tmp, filepath.Join(b.dir, "CURRENT"))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("store: writing manifest in %s: %w", b.dir, err)
@@ -321,10 +233,46 @@ func (b *PartitionBuilder) Finish() error {
 	return nil
 }
 
-// Abort releases the directory without making a database of it.
-func (b *PartitionBuilder) Abort() {
-	b.syncs.Wait()
-	b.stor.Close()
+// Sync returns once every file of the finished partition, and the
+// directory naming them, is on disk. The tables are synced in parallel.
+func (b *PartitionBuilder) Sync() error {
+	if b.opts.NoSync {
+		return nil
+	}
+	b.mu.Lock()
+	paths := []string{filepath.Join(b.dir, fmt.Sprintf("MANIFEST-%06d", manifestNum)), filepath.Join(b.dir, "CURRENT")}
+	for _, t := range b.tables {
+		paths = append(paths, b.tableName(t.num))
+	}
+	b.mu.Unlock()
+	paths = append(paths, b.dir)
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = syncPath(p)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: syncing %s: %w", b.dir, err)
+	}
+	return nil
+}
+
+// syncPath fsyncs a file or directory by name.
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // versionEdit encodes the one LevelDB version edit that describes the
@@ -338,14 +286,14 @@ func (b *PartitionBuilder) versionEdit() []byte {
 	uv(tagJournalNum)
 	uv(0)
 	uv(tagNextFileNum)
-	uv(uint64(b.next))
+	uv(b.next)
 	uv(tagSeqNum)
 	uv(seq)
 	for _, t := range b.tables {
 		uv(tagAddTable)
 		uv(0) // level
-		uv(uint64(t.num))
-		uv(uint64(t.size))
+		uv(t.num)
+		uv(t.size)
 		bs(t.imin)
 		bs(t.imax)
 	}

@@ -1,14 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
-// Runs closed from several goroutines with fsync on (synced in the
-// background) are all in the partition once Finish returns.
+// Runs closed from several goroutines are all in the partition once
+// Finish returns, and Sync (fsync on) then succeeds.
 func TestSyncedRunsFromGoroutines(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "p-0")
 	b, err := CreatePartition(dir, BuildOptions{BlockSize: 512})
@@ -39,6 +42,9 @@ func TestSyncedRunsFromGoroutines(t *testing.T) {
 		}
 	}
 	if err := b.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	p, err := OpenPartition(dir, CacheOptions{})
@@ -95,5 +101,52 @@ func TestBlockShapes(t *testing.T) {
 			}
 		}
 		p.Close()
+	}
+}
+
+// A table bigger than a reservation step ends at its footer, with no
+// reserved space left past it, and reads back.
+func TestPreallocatedTable(t *testing.T) {
+	val := bytes.Repeat([]byte("v"), 200)
+	dir := filepath.Join(t.TempDir(), "p-0")
+	b, err := CreatePartition(dir, BuildOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.NewRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3 * preallocStep / 200
+	for i := 0; i < n; i++ {
+		if err := w.Append(fmt.Appendf(nil, "key-%08d", i), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(onlyTable(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := b.tables[0].size; fi.Size() != int64(size) {
+		t.Fatalf("table file of %d bytes, %d written", fi.Size(), size)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 > fi.Size()+preallocStep/2 {
+		t.Fatalf("%d bytes of disk held for a %d-byte table", st.Blocks*512, fi.Size())
+	}
+	p, err := OpenPartition(dir, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, i := range []int{0, n / 2, n - 1} {
+		if v, err := p.Get(fmt.Appendf(nil, "key-%08d", i)); err != nil || !bytes.Equal(v, val) {
+			t.Fatalf("key %d: %v", i, err)
+		}
 	}
 }

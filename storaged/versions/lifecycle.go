@@ -20,7 +20,7 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	vs := &vstate{name: name, phase: building, files: files, cancel: cancel, started: m.opts.Now()}
+	vs := &vstate{name: name, phase: building, files: files, cancel: cancel, started: m.opts.Now(), durable: make(chan struct{})}
 	d.versions[name] = vs
 	m.publishLocked()
 	m.log.Info("loading version", zap.String("db", db), zap.String("version", name), zap.Int("files", len(files)))
@@ -32,15 +32,17 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 	}()
 }
 
-// load builds (or reuses) a version and makes it servable.
+// load builds (or reuses) a version, makes it servable, and then makes a
+// built version durable.
 func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
+	defer close(vs.durable)
 	start := time.Now()
 	n := len(vs.files)
 	var (
-		held   []int
-		v      *Version
-		reused bool
-		err    error
+		held    []int
+		v       *Version
+		pending *pendingBuild
+		err     error
 	)
 	if m.opts.Hooks.Held != nil {
 		m.setReason(vs, reasonWaitingForCluster)
@@ -56,7 +58,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		}
 	}
 	if err == nil {
-		v, reused, err = m.build(ctx, db, vs.name, vs.files, held)
+		v, pending, err = m.build(ctx, db, vs.name, vs.files, held)
 	}
 
 	m.mu.Lock()
@@ -93,7 +95,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	vs.v = v
 	vs.phase = loaded
 	how := "loaded"
-	if reused {
+	if pending == nil {
 		how = "reused"
 		m.reusedN.Add(1)
 	} else {
@@ -115,6 +117,41 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.activateLocked(db, d, vs)
 	}
 	m.mu.Unlock()
+	if pending != nil {
+		m.makeDurable(db, vs, pending)
+	}
+}
+
+// pendingBuild is a version built and opened whose files may not be on
+// disk yet, nor its manifest complete.
+type pendingBuild struct {
+	res loader.Result
+	man store.Manifest
+}
+
+// makeDurable waits for a built version's files to reach the disk and
+// then marks its manifest complete, so that a restart reuses it. Until
+// then the version serves from the page cache; a crash meanwhile leaves an
+// incomplete manifest, and the version is built again. A version removed
+// meanwhile waits (vstate.durable) before its files are deleted.
+func (m *Manager) makeDurable(db string, vs *vstate, p *pendingBuild) {
+	if err := p.res.Sync(); err != nil {
+		m.log.Error("syncing a loaded version failed; it serves from memory and will be loaded again after a restart",
+			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if vs.removing || vs.phase == removing {
+		return
+	}
+	man := p.man
+	man.Partitions = vs.v.Held() // AddPartition may have added some
+	man.Complete = true
+	man.Loaded = m.opts.Now().UTC()
+	if err := m.opts.Store.WriteManifest(man); err != nil {
+		m.log.Error("marking a loaded version complete", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+	}
 }
 
 // reasonWaitingForCluster is /healthz's reason of a BUILDING version
@@ -131,19 +168,20 @@ func (m *Manager) setReason(vs *vstate, reason string) {
 }
 
 // build returns the opened version, reusing a complete local copy that
-// matches the source, else loading it from the source.
-func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int) (*Version, bool, error) {
+// matches the source (pending is nil), else loading it from the source
+// (pending says what makeDurable must finish).
+func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int) (v *Version, pending *pendingBuild, err error) {
 	st := m.opts.Store
 	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) {
 		v, err := m.open(db, name, len(files), man.Created, held)
 		if err == nil {
-			return v, true, nil
+			return v, nil, nil
 		}
 		m.log.Warn("local copy unreadable; loading again", zap.String("db", db), zap.String("version", name), zap.Error(err))
 	}
 	// Anything else there is half-written or stale.
 	if err := st.Remove(db, name); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	var created time.Time
 	for _, f := range files {
@@ -153,7 +191,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files, Created: created}
 	if err := st.WriteManifest(man); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	lopts := m.opts.Loader
 	lopts.Limit = m.limit
@@ -163,16 +201,13 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 		Dir: func(p int) string { return st.PartitionDir(db, name, p) },
 	}, lopts)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	m.metrics.records.Add(float64(res.Records))
-	man.Complete = true
-	man.Loaded = m.opts.Now().UTC()
-	if err := st.WriteManifest(man); err != nil {
-		return nil, false, err
+	if v, err = m.open(db, name, len(files), created, held); err != nil {
+		return nil, nil, err
 	}
-	v, err := m.open(db, name, len(files), created, held)
-	return v, false, err
+	return v, &pendingBuild{res: res, man: man}, nil
 }
 
 func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
@@ -216,6 +251,9 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		vs.v.closing.Store(true)
 		waitUnused(vs.v, 10*time.Second)
 		vs.v.close()
+		if vs.durable != nil {
+			<-vs.durable // its load may still be syncing or writing its manifest
+		}
 		if err := m.opts.Store.Remove(db, vs.name); err != nil {
 			m.log.Warn("deleting version", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 		}

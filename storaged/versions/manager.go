@@ -90,6 +90,9 @@ type vstate struct {
 	wantActive bool // Activate came before the load finished
 	removing   bool // a removal goroutine owns it
 	started    time.Time
+	// durable is closed once the version's load is over, its files
+	// synced and its manifest written; only then may it be deleted.
+	durable chan struct{}
 }
 
 type dbState struct {

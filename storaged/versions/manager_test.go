@@ -344,3 +344,42 @@ func TestHeldHookWaitsAndFails(t *testing.T) {
 		t.Fatalf("current version %q after v2 failed", h.m.CurrentVersion("db"))
 	}
 }
+
+// A version serves as soon as it is built; its manifest says complete
+// (so a restart reuses it) only once its files are synced.
+func TestManifestCompleteAfterSync(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	h := start(t, root, t.TempDir(), func(o *Options) { o.Loader.Build.NoSync = false })
+	h.waitState("db", "v1", wire.StateActive)
+	waitFor(t, "manifest complete", func() bool {
+		man, err := h.store.ReadManifest("db", "v1")
+		return err == nil && man.Complete
+	})
+	man, _ := h.store.ReadManifest("db", "v1")
+	if len(man.Partitions) != 3 || man.Loaded.IsZero() {
+		t.Fatalf("manifest: %+v", man)
+	}
+}
+
+// A version whose db leaves the source right after it was built, while
+// its files may still be syncing, is deleted with nothing left behind (no
+// manifest written into its deleted directory).
+func TestRemovedWhileSyncing(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		root := t.TempDir()
+		writeV(t, root, "db", "v1")
+		h := start(t, root, t.TempDir(), func(o *Options) { o.Loader.Build.NoSync = false })
+		h.waitState("db", "v1", wire.StateActive)
+		os.RemoveAll(filepath.Join(root, "db"))
+		h.m.Refresh()
+		waitFor(t, "db deleted locally", func() bool {
+			_, err := os.Stat(filepath.Join(h.store.Root(), "db"))
+			return os.IsNotExist(err)
+		})
+		h.stop()
+		if _, err := os.Stat(filepath.Join(h.store.Root(), "db")); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the removed db is back on disk: %v", i, err)
+		}
+	}
+}

@@ -92,10 +92,14 @@ func (m *Manager) AddPartition(ctx context.Context, db, version string, p int, f
 		lopts := m.opts.Loader
 		lopts.Limit = m.limit
 		lopts.Log = m.log
-		_, err := loader.Load(ctx, loader.Request{
+		res, err := loader.Load(ctx, loader.Request{
 			Source: m.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
 			Dir: func(int) string { return dir },
 		}, lopts)
+		if err == nil {
+			// The manifest will list it: on disk first.
+			err = res.Sync()
+		}
 		if err != nil {
 			os.RemoveAll(dir)
 			return fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"fmt"
+	"os"
+)
+
+// preallocStep is how much disk space a table reserves ahead of its
+// writes.
+const preallocStep = 8 << 20
+
+// preallocFile is a table file being written that reserves its disk space
+// ahead of the writes, a step at a time. A filesystem that allocates on
+// write (ext4's delayed allocation) otherwise reserves space page by page,
+// which doubled the kernel's share of writing a table (125 MB in 8 files:
+// 47 ms of CPU, 27 ms with space reserved). What was reserved past the
+// last write is given back by finish. Where reserving is not supported,
+// writes go on without it.
+type preallocFile struct {
+	f          *os.File
+	off        int64 // bytes written
+	reserved   int64 // the file's size as reserved so far
+	noPrealloc bool
+}
+
+func (p *preallocFile) Write(b []byte) (int, error) {
+	if end := p.off + int64(len(b)); !p.noPrealloc && end > p.reserved {
+		size := max(p.reserved+preallocStep, end)
+		if err := reserve(p.f, p.reserved, size-p.reserved); err != nil {
+			p.noPrealloc = true
+		} else {
+			p.reserved = size
+		}
+	}
+	n, err := p.f.Write(b)
+	p.off += int64(n)
+	return n, err
+}
+
+// finish cuts the file to what was written.
+func (p *preallocFile) finish() error {
+	if p.reserved > p.off {
+		if err := p.f.Truncate(p.off); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	return nil
+}

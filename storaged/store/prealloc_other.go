@@ -1,0 +1,13 @@
+//go:build !linux
+
+package store
+
+import (
+	"errors"
+	"os"
+)
+
+// reserve is not supported here: tables are written without it.
+func reserve(*os.File, int64, int64) error {
+	return errors.New("store: preallocation not supported")
+}

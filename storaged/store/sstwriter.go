@@ -1,0 +1,320 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/bits"
+	"sync"
+
+	"github.com/golang/snappy"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// Filter blocks hold one filter per 2 KiB of data block offsets, as
+// LevelDB builds them.
+const (
+	filterBaseLg = 11
+	// flushAt is how much finished output sstWriter gathers before one
+	// write to the file.
+	flushAt = 256 << 10
+)
+
+// sstWriter writes one LevelDB table (the format sstable.go reads) from
+// keys appended in order. It builds each data block in place in its
+// output buffer, so a record is copied once on its way to the file, and
+// writes the buffer out in large writes. It is not safe for concurrent use.
+type sstWriter struct {
+	w               io.Writer
+	blockSize       int
+	restartInterval int
+	snappy          bool
+	bloomBits       int // 0: no filter
+
+	buf        []byte // output not yet written
+	written    uint64 // bytes written before buf
+	blockStart int    // where the block being built starts in buf
+	restarts   []uint32
+	inBlock    int    // entries in the block being built
+	entries    int    // entries in the table
+	lastKey    []byte // the last user key appended
+	scratch    []byte // snappy output
+
+	index    []byte // index block entries, one per data block
+	indexRst []uint32
+
+	filter        []byte   // filters generated so far
+	filterOffsets []uint32 // where each filter starts
+	keyHashes     []uint32 // bloom hashes of the keys not in a filter yet
+
+	err error
+}
+
+// sstWriters keeps writers' buffers between tables: a load writes many
+// tables one after another, and buffers made afresh for each (grown to a
+// table's index and filter) would keep the garbage collector busy.
+var sstWriters sync.Pool
+
+func newSSTWriter(w io.Writer, o BuildOptions) *sstWriter {
+	bits := o.BloomBitsPerKey
+	switch {
+	case bits < 0:
+		bits = 0
+	case bits == 0:
+		bits = 10
+	}
+	sw, _ := sstWriters.Get().(*sstWriter)
+	if sw == nil {
+		sw = &sstWriter{}
+	}
+	*sw = sstWriter{
+		w: w, blockSize: o.blockSize(), restartInterval: o.restartInterval(), snappy: o.Snappy, bloomBits: bits,
+		buf: sw.buf[:0], restarts: sw.restarts[:0], lastKey: sw.lastKey[:0], scratch: sw.scratch,
+		index: sw.index[:0], indexRst: sw.indexRst[:0],
+		filter: sw.filter[:0], filterOffsets: sw.filterOffsets[:0], keyHashes: sw.keyHashes[:0],
+	}
+	if cap(sw.buf) < flushAt+2*o.blockSize() {
+		sw.buf = make([]byte, 0, flushAt+2*o.blockSize()+64<<10)
+	}
+	return sw
+}
+
+// release hands the writer's buffers to the next table; the writer must
+// not be used again.
+func (w *sstWriter) release() {
+	w.w = nil
+	sstWriters.Put(w)
+}
+
+// add appends a key (a user key: the trailer is added here) and its
+// value. Keys must not decrease (ErrOrder).
+func (w *sstWriter) add(key, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	// One pass finds the prefix shared with the previous key, which the
+	// entry leaves out, and the order of the two.
+	prev := w.lastKey
+	n := min(len(key), len(prev))
+	shared := 0
+	for shared < n && key[shared] == prev[shared] {
+		shared++
+	}
+	if w.entries > 0 && (shared < n && key[shared] < prev[shared] || shared == len(key) && len(key) < len(prev)) {
+		return fmt.Errorf("%w: %q after %q", ErrOrder, key, prev)
+	}
+	// The previous key only keeps its shared prefix: copy the rest.
+	w.lastKey = append(prev[:shared], key[shared:]...)
+	w.entries++
+	// buf is stored back once: each store of a slice into the writer is
+	// a write barrier while the garbage collector marks.
+	buf := w.buf
+	if w.inBlock%w.restartInterval == 0 {
+		w.restarts = append(w.restarts, uint32(len(buf)-w.blockStart))
+		shared = 0
+	}
+	buf = binary.AppendUvarint(buf, uint64(shared))
+	buf = binary.AppendUvarint(buf, uint64(len(key)+len(trailer)-shared))
+	buf = binary.AppendUvarint(buf, uint64(len(value)))
+	buf = append(buf, key[shared:]...)
+	buf = append(buf, trailer[:]...)
+	buf = append(buf, value...)
+	w.buf = buf
+	w.inBlock++
+	if w.bloomBits > 0 {
+		w.keyHashes = append(w.keyHashes, bloomHash(key))
+	}
+	if len(buf)-w.blockStart+4*len(w.restarts)+4 >= w.blockSize {
+		w.finishDataBlock()
+	}
+	return w.err
+}
+
+// finishDataBlock closes the block being built and indexes it under its
+// last key.
+func (w *sstWriter) finishDataBlock() {
+	if w.inBlock == 0 {
+		return
+	}
+	bh := w.finishBlock(w.restarts, w.snappy)
+	w.restarts, w.inBlock = w.restarts[:0], 0
+	w.indexRst = append(w.indexRst, uint32(len(w.index)))
+	var handle [2 * binary.MaxVarintLen64]byte
+	h := appendHandle(handle[:0], bh)
+	index := binary.AppendUvarint(w.index, 0)
+	index = binary.AppendUvarint(index, uint64(len(w.lastKey)+len(trailer)))
+	index = binary.AppendUvarint(index, uint64(len(h)))
+	index = append(index, w.lastKey...)
+	index = append(index, trailer[:]...)
+	w.index = append(index, h...)
+	// The filters up to the next block's offset: the first holds this
+	// block's keys, the rest (a block spanning several 2 KiB) are empty.
+	if w.bloomBits > 0 {
+		for next := w.offset() >> filterBaseLg; uint64(len(w.filterOffsets)) < next; {
+			w.generateFilter()
+		}
+	}
+	if len(w.buf) >= flushAt {
+		w.flush()
+	}
+}
+
+// offset is where the next byte lands in the file.
+func (w *sstWriter) offset() uint64 { return w.written + uint64(len(w.buf)) }
+
+// finishBlock ends the block that starts at blockStart with its restart
+// array, compresses it if asked and worth it (an eighth saved, as LevelDB
+// decides), appends the trailer, and returns its handle.
+func (w *sstWriter) finishBlock(restarts []uint32, compress bool) blockHandle {
+	if len(restarts) == 0 {
+		restarts = append(restarts, 0)
+	}
+	for _, r := range restarts {
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, r)
+	}
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(restarts)))
+	kind := byte(blockPlain)
+	if compress {
+		raw := w.buf[w.blockStart:]
+		w.scratch = snappy.Encode(w.scratch[:cap(w.scratch)], raw)
+		if len(w.scratch) < len(raw)-len(raw)/8 {
+			w.buf = append(w.buf[:w.blockStart], w.scratch...)
+			kind = blockSnappy
+		}
+	}
+	bh := blockHandle{offset: w.written + uint64(w.blockStart), size: uint64(len(w.buf) - w.blockStart)}
+	w.buf = append(w.buf, kind)
+	crc := crc32.Checksum(w.buf[w.blockStart:], castagnoli)
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, maskCRC(crc))
+	w.blockStart = len(w.buf)
+	return bh
+}
+
+// sealRaw ends the block that starts at blockStart as it is (the filter
+// block), with its trailer.
+func (w *sstWriter) sealRaw() blockHandle {
+	bh := blockHandle{offset: w.written + uint64(w.blockStart), size: uint64(len(w.buf) - w.blockStart)}
+	w.buf = append(w.buf, blockPlain)
+	crc := crc32.Checksum(w.buf[w.blockStart:], castagnoli)
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, maskCRC(crc))
+	w.blockStart = len(w.buf)
+	return bh
+}
+
+func (w *sstWriter) flush() {
+	if w.err != nil || w.blockStart == 0 {
+		return
+	}
+	n, err := w.w.Write(w.buf[:w.blockStart])
+	if err != nil {
+		w.err = fmt.Errorf("store: writing table: %w", err)
+		return
+	}
+	w.written += uint64(n)
+	w.buf = append(w.buf[:0], w.buf[w.blockStart:]...)
+	w.blockStart = 0
+}
+
+// generateFilter makes one bloom filter of the pending keys (LevelDB's
+// built-in bloom filter: k probes by double hashing, k stored last).
+func (w *sstWriter) generateFilter() {
+	w.filterOffsets = append(w.filterOffsets, uint32(len(w.filter)))
+	n := len(w.keyHashes)
+	if n == 0 {
+		return
+	}
+	k := min(max(w.bloomBits*69/100, 1), 30)
+	bits := max(n*w.bloomBits, 64)
+	nBytes := (bits + 7) / 8
+	bits = nBytes * 8
+	start := len(w.filter)
+	w.filter = append(w.filter, make([]byte, nBytes)...)
+	f := w.filter[start:]
+	mod := newFastMod(uint32(bits))
+	for _, h := range w.keyHashes {
+		delta := h>>17 | h<<15
+		for j := 0; j < k; j++ {
+			pos := mod.of(h)
+			f[pos/8] |= 1 << (pos % 8)
+			h += delta
+		}
+	}
+	w.filter = append(w.filter, byte(k))
+	w.keyHashes = w.keyHashes[:0]
+}
+
+// finish writes the last data block, the filter, metaindex and index
+// blocks and the footer, and returns the table's size.
+func (w *sstWriter) finish() (uint64, error) {
+	w.finishDataBlock()
+	var filterBH blockHandle
+	hasFilter := w.bloomBits > 0
+	if hasFilter {
+		if len(w.keyHashes) > 0 {
+			w.generateFilter()
+		}
+		// The filter block: the filters, where each starts, where that
+		// array starts, and the base.
+		w.blockStart = len(w.buf)
+		w.buf = append(w.buf, w.filter...)
+		for _, o := range w.filterOffsets {
+			w.buf = binary.LittleEndian.AppendUint32(w.buf, o)
+		}
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(w.filter)))
+		w.buf = append(w.buf, filterBaseLg)
+		filterBH = w.sealRaw()
+	}
+
+	// The metaindex names the filter.
+	var meta []uint32
+	if hasFilter {
+		meta = append(meta, uint32(len(w.buf)-w.blockStart))
+		handle := appendHandle(nil, filterBH)
+		w.buf = binary.AppendUvarint(w.buf, 0)
+		w.buf = binary.AppendUvarint(w.buf, uint64(len(bloomFilterName)))
+		w.buf = binary.AppendUvarint(w.buf, uint64(len(handle)))
+		w.buf = append(w.buf, bloomFilterName...)
+		w.buf = append(w.buf, handle...)
+	}
+	metaBH := w.finishBlock(meta, false)
+
+	w.buf = append(w.buf, w.index...)
+	indexBH := w.finishBlock(w.indexRst, false)
+
+	var footer [footerLen]byte
+	p := appendHandle(footer[:0], metaBH)
+	appendHandle(p, indexBH)
+	binary.LittleEndian.PutUint64(footer[footerLen-8:], tableMagic)
+	w.buf = append(w.buf, footer[:]...)
+	w.blockStart = len(w.buf)
+	w.flush()
+	return w.written, w.err
+}
+
+func appendHandle(dst []byte, bh blockHandle) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(dst, bh.offset), bh.size)
+}
+
+// maskCRC masks a stored checksum as LevelDB does, so that a checksum of
+// data holding checksums is not trivially related to them.
+func maskCRC(c uint32) uint32 { return (c>>15 | c<<17) + 0xa282ead8 }
+
+// fastMod computes x % d for one d by multiplying instead of dividing
+// (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+// 2019): exact for every 32-bit x and d > 0. A bloom filter takes k
+// remainders per key.
+type fastMod struct {
+	m uint64
+	d uint32
+}
+
+func newFastMod(d uint32) fastMod { return fastMod{m: ^uint64(0)/uint64(d) + 1, d: d} }
+
+func (f fastMod) of(x uint32) uint32 {
+	hi, _ := bits.Mul64(f.m*uint64(x), uint64(f.d))
+	return uint32(hi)
+}
+
+// bloomHash is the hash LevelDB's bloom filter probes with.
+func bloomHash(key []byte) uint32 { return util.Hash(key, 0xbc9f1d34) }
