@@ -21,20 +21,31 @@ type Key struct {
 
 // Cache holds blocks up to a byte bound. It is safe for concurrent use.
 // A nil *Cache caches nothing.
+//
+// A block is read only inside Get's callback, under its shard's read
+// lock, and evicted only under the write lock: an evicted block's buffer
+// is then unused, and Buffer hands it out again for the next block read.
+// A cache that misses all the time therefore makes little garbage, and
+// the process's memory stays near the bound instead of the collector's
+// twice the live heap.
 type Cache struct {
 	shards   [numShards]shard
 	perShard int64
 	tables   atomic.Uint64
 }
 
+// maxFree bounds the evicted buffers a shard keeps for reuse.
+const maxFree = 16
+
 type shard struct {
-	mu      sync.RWMutex // guards entries, ring, hand and size
+	mu      sync.RWMutex // guards entries, ring, hand, size and free
 	entries map[Key]*entry
 	// ring is the CLOCK: the hand sweeps it, an evicted entry's slot is
 	// filled by the last entry.
 	ring []*entry
 	hand int
-	size int64
+	size int64 // the capacity of the buffers held
+	free [][]byte
 
 	hits, misses atomic.Int64
 	_            [64]byte // keep neighbouring shards' counters apart
@@ -74,43 +85,92 @@ func (c *Cache) shard(k Key) *shard {
 	return &c.shards[h>>(64-shardBits)]
 }
 
-// Get returns the cached block of k. The block must not be modified.
-func (c *Cache) Get(k Key) ([]byte, bool) {
+// Get calls read with the cached block of k and reports whether there was
+// one. read runs under a read lock: it must not keep the block or any
+// slice of it, nor call the cache.
+func (c *Cache) Get(k Key, read func(block []byte)) bool {
 	if c == nil {
-		return nil, false
+		return false
 	}
 	s := c.shard(k)
 	s.mu.RLock()
 	e := s.entries[k]
-	s.mu.RUnlock()
 	if e == nil {
+		s.mu.RUnlock()
 		s.misses.Add(1)
-		return nil, false
+		return false
 	}
 	if !e.ref.Load() {
 		e.ref.Store(true)
 	}
+	read(e.data)
+	s.mu.RUnlock()
 	s.hits.Add(1)
-	return e.data, true
+	return true
+}
+
+// bufferSize rounds a buffer's capacity up, so that blocks of about one
+// size (a table's data blocks end at the first entry past the block size)
+// fit each other's buffers.
+func bufferSize(n int) int { return (n + 511) &^ 511 }
+
+// Buffer returns a buffer of length n for the block k about to be read and
+// added: an evicted block's when one is big enough.
+func (c *Cache) Buffer(k Key, n int) []byte {
+	if c != nil {
+		s := c.shard(k)
+		s.mu.Lock()
+		for i := len(s.free) - 1; i >= 0; i-- {
+			if b := s.free[i]; cap(b) >= n {
+				s.free[i] = s.free[len(s.free)-1]
+				s.free[len(s.free)-1] = nil
+				s.free = s.free[:len(s.free)-1]
+				s.mu.Unlock()
+				return b[:n]
+			}
+		}
+		s.mu.Unlock()
+	}
+	return make([]byte, n, bufferSize(n))
+}
+
+// Discard takes back a buffer of block k that was not added.
+func (c *Cache) Discard(k Key, b []byte) {
+	if c == nil {
+		return
+	}
+	s := c.shard(k)
+	s.mu.Lock()
+	s.freeLocked(b)
+	s.mu.Unlock()
+}
+
+func (s *shard) freeLocked(b []byte) {
+	if len(s.free) < maxFree {
+		s.free = append(s.free, b[:0])
+	}
 }
 
 // Add caches block under k, evicting blocks not used since the hand last
-// passed them until the shard fits its bound. A block bigger than a shard's
-// bound is not cached. The cache keeps block: the caller must not modify it
-// afterwards.
+// passed them until the shard fits its bound. The cache owns block from
+// then on: the caller must not use it again. A block bigger than a
+// shard's bound, or one already cached, is discarded.
 func (c *Cache) Add(k Key, block []byte) {
-	if c == nil || int64(len(block)) > c.perShard {
+	if c == nil {
 		return
 	}
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.entries[k]; ok {
+	if _, ok := s.entries[k]; ok || int64(cap(block)) > c.perShard {
+		s.freeLocked(block)
 		return
 	}
-	s.size += int64(len(block))
+	s.size += int64(cap(block))
 	for s.size > c.perShard && len(s.ring) > 0 {
-		s.sweepLocked()
+		if b := s.sweepLocked(); b != nil {
+			s.freeLocked(b)
+		}
 	}
 	e := &entry{key: k, data: block}
 	s.entries[k] = e
@@ -118,8 +178,9 @@ func (c *Cache) Add(k Key, block []byte) {
 }
 
 // sweepLocked advances the hand by one entry: an entry used since the last
-// pass loses its reference bit, an unused one is evicted.
-func (s *shard) sweepLocked() {
+// pass loses its reference bit, an unused one is evicted and its block
+// returned.
+func (s *shard) sweepLocked() []byte {
 	if s.hand >= len(s.ring) {
 		s.hand = 0
 	}
@@ -127,19 +188,20 @@ func (s *shard) sweepLocked() {
 	if e.ref.Load() {
 		e.ref.Store(false)
 		s.hand++
-		return
+		return nil
 	}
-	s.removeAtLocked(s.hand)
+	return s.removeAtLocked(s.hand)
 }
 
-func (s *shard) removeAtLocked(i int) {
+func (s *shard) removeAtLocked(i int) []byte {
 	e := s.ring[i]
 	delete(s.entries, e.key)
-	s.size -= int64(len(e.data))
+	s.size -= int64(cap(e.data))
 	last := len(s.ring) - 1
 	s.ring[i] = s.ring[last]
 	s.ring[last] = nil
 	s.ring = s.ring[:last]
+	return e.data
 }
 
 // DropTable forgets every block of a table, as when its partition is
@@ -153,7 +215,7 @@ func (c *Cache) DropTable(table uint64) {
 		s.mu.Lock()
 		for j := 0; j < len(s.ring); {
 			if s.ring[j].key.Table == table {
-				s.removeAtLocked(j)
+				s.freeLocked(s.removeAtLocked(j))
 				continue
 			}
 			j++
@@ -165,7 +227,7 @@ func (c *Cache) DropTable(table uint64) {
 // Stats is a snapshot of the cache's use.
 type Stats struct {
 	Hits, Misses int64
-	// Bytes held and the bound.
+	// Bytes held (the blocks' buffers) and the bound.
 	Bytes, Capacity int64
 	Blocks          int
 }

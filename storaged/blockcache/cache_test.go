@@ -2,12 +2,19 @@ package blockcache
 
 import (
 	"bytes"
-	"fmt"
+	"encoding/binary"
 	"sync"
 	"testing"
 )
 
 func block(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
+
+// get copies out the cached block of k, or nil.
+func get(c *Cache, k Key) []byte {
+	var out []byte
+	c.Get(k, func(b []byte) { out = bytes.Clone(b) })
+	return out
+}
 
 // The cache never holds more than its bound, answers what it holds with
 // the very bytes added, and counts hits and misses.
@@ -25,7 +32,7 @@ func TestBound(t *testing.T) {
 	}
 	held := 0
 	for i := 0; i < 2000; i++ {
-		if b, ok := c.Get(Key{1, uint64(i)}); ok {
+		if b := get(c, Key{1, uint64(i)}); b != nil {
 			held++
 			if !bytes.Equal(b, block(1000, byte(i))) {
 				t.Fatalf("block %d came back changed", i)
@@ -38,7 +45,7 @@ func TestBound(t *testing.T) {
 	}
 	// Too big for a shard: not cached, nothing evicted for it.
 	c.Add(Key{2, 0}, block(10_001, 0))
-	if _, ok := c.Get(Key{2, 0}); ok {
+	if get(c, Key{2, 0}) != nil {
 		t.Fatal("a block over a shard's bound was cached")
 	}
 	if c.Stats().Blocks != st.Blocks {
@@ -53,10 +60,31 @@ func TestSecondChance(t *testing.T) {
 	hot := Key{1, 0}
 	c.Add(hot, block(1000, 1))
 	for i := 1; i < 5000; i++ {
-		if _, ok := c.Get(hot); !ok {
+		if get(c, hot) == nil {
 			t.Fatalf("the hot block was evicted after %d cold adds", i)
 		}
 		c.Add(Key{1, uint64(i)}, block(1000, 2))
+	}
+}
+
+// Evicted blocks' buffers come back from Buffer, so a cache at its bound
+// reads new blocks into old memory.
+func TestRecycles(t *testing.T) {
+	c := New(numShards * 4_000)
+	seen := map[*byte]bool{}
+	for i := 0; i < 2000; i++ {
+		k := Key{1, uint64(i)}
+		b := c.Buffer(k, 900+i%100) // blocks of about one size
+		seen[&b[:1][0]] = true
+		c.Add(k, b)
+	}
+	// 16 shards of 4 blocks hold 64: the rest were read into evicted
+	// blocks' buffers.
+	if len(seen) > 2*numShards*4 {
+		t.Fatalf("%d distinct buffers for 2000 blocks: evicted ones are not reused", len(seen))
+	}
+	if b := c.Buffer(Key{}, 5000); len(b) != 5000 {
+		t.Fatalf("Buffer(5000) has length %d", len(b))
 	}
 }
 
@@ -74,10 +102,10 @@ func TestDropTable(t *testing.T) {
 	}
 	c.DropTable(a)
 	for i := 0; i < 50; i++ {
-		if _, ok := c.Get(Key{a, uint64(i)}); ok {
+		if get(c, Key{a, uint64(i)}) != nil {
 			t.Fatalf("block %d of a dropped table is still cached", i)
 		}
-		if _, ok := c.Get(Key{b, uint64(i)}); !ok {
+		if get(c, Key{b, uint64(i)}) == nil {
 			t.Fatalf("block %d of the other table is gone", i)
 		}
 	}
@@ -93,18 +121,31 @@ func TestNil(t *testing.T) {
 		t.Fatal("New(0) is not nil")
 	}
 	c.Add(Key{1, 1}, []byte("x"))
-	if _, ok := c.Get(Key{1, 1}); ok {
+	if c.Get(Key{1, 1}, func([]byte) { t.Fatal("read called") }) {
 		t.Fatal("a nil cache answered")
 	}
+	if len(c.Buffer(Key{}, 10)) != 10 {
+		t.Fatal("Buffer of a nil cache")
+	}
+	c.Discard(Key{}, nil)
 	c.DropTable(c.NewTableID())
 	if st := c.Stats(); st != (Stats{}) {
 		t.Fatalf("stats of a nil cache: %+v", st)
 	}
 }
 
-// Readers, writers and drops at once (run with -race): every hit is the
-// block added under its key.
-func TestConcurrent(t *testing.T) {
+// fill writes k into every 8 bytes of b, so a reader can tell whose block
+// it holds.
+func fill(b []byte, k Key) {
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], k.Table<<32|k.Offset)
+	}
+}
+
+// Readers, writers and drops at once, with buffers recycled (run with
+// -race): a block read inside Get is always whole and the one added under
+// its key, never a buffer being refilled for another.
+func TestConcurrentRecycling(t *testing.T) {
 	c := New(numShards * 8_000)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -113,14 +154,21 @@ func TestConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 5000; i++ {
 				k := Key{uint64(i % 3), uint64((i * 7919) % 997)}
-				if b, ok := c.Get(k); ok {
-					if want := fmt.Sprint(k); string(b) != want {
-						t.Errorf("Get(%v) = %q", k, b)
-						return
+				ok := c.Get(k, func(b []byte) {
+					want := k.Table<<32 | k.Offset
+					for j := 0; j+8 <= len(b); j += 8 {
+						if got := binary.LittleEndian.Uint64(b[j:]); got != want {
+							t.Errorf("block of %v holds %x at %d", k, got, j)
+							return
+						}
 					}
+				})
+				if ok {
 					continue
 				}
-				c.Add(k, []byte(fmt.Sprint(k)))
+				b := c.Buffer(k, 1000)
+				fill(b, k)
+				c.Add(k, b)
 				if i%1000 == 999 {
 					c.DropTable(uint64(g % 3))
 				}

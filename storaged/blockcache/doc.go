@@ -3,9 +3,11 @@
 //
 // One cache serves every open partition of a node, so its byte bound is
 // the whole node's (LevelDB's per-database caches would grow with the
-// number of partitions held). Blocks are immutable, so a lookup hands out
-// the cached slice itself; eviction only forgets it, and the garbage
-// collector frees it once no lookup still reads it.
+// number of partitions held). A lookup reads a cached block inside a
+// callback under its shard's read lock and copies out what it needs, so a
+// block evicted under the write lock is unused, and its buffer is handed
+// out again for the next block read: a cache that misses all the time
+// makes little garbage.
 //
 // Eviction is CLOCK (second chance): a hit sets the entry's reference bit
 // with one atomic store under a shared lock, and an insert sweeps entries,

@@ -66,7 +66,7 @@ func FuzzLoadFile(f *testing.F) {
 				t.Fatalf("load succeeded on a corrupt file: %v", r.Err())
 			}
 			for k := range last {
-				if _, err := parts[hashring.Partition([]byte(k), n)].Get([]byte(k)); err != nil {
+				if _, err := parts[hashring.Partition([]byte(k), n)].Get(nil, []byte(k)); err != nil {
 					t.Fatalf("key %q lost: %v", k, err)
 				}
 			}

@@ -57,7 +57,7 @@ func get(parts []*store.Partition, key []byte) ([]byte, error) {
 	if p == nil {
 		return nil, errors.New("not held")
 	}
-	return p.Get(key)
+	return p.Get(nil, key)
 }
 
 func TestHealthyTestdataTakesFastPath(t *testing.T) {

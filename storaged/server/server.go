@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +66,7 @@ type Server struct {
 	retryAfter  []string
 	lengths     [][]string // Content-Length values of short bodies, by length
 	inflight    atomic.Int64
+	values      sync.Pool // *[]byte for values, see valueBuffer
 	metrics     *metrics
 	metricsH    http.Handler
 }
@@ -185,8 +187,11 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 		}
 		return httpError(w, r, http.StatusNotFound, "no such db")
 	}
-	val, err := v.Get(key)
+	buf := s.valueBuffer()
+	defer s.recycle(buf)
+	val, err := v.Get((*buf)[:0], key)
 	v.Release()
+	*buf = val
 	h := w.Header()
 	h[wire.HeaderVersion] = v.HeaderVersion
 	switch {
@@ -207,6 +212,26 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 		w.Write(val)
 	}
 	return http.StatusOK
+}
+
+// maxPooledValue bounds the buffers kept for values: a rare huge value
+// is not held on to.
+const maxPooledValue = 64 << 10
+
+// valueBuffer returns a buffer for a value: lookups copy the value out of
+// the block cache, whose blocks are reused once evicted.
+func (s *Server) valueBuffer() *[]byte {
+	if b, _ := s.values.Get().(*[]byte); b != nil {
+		return b
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+func (s *Server) recycle(b *[]byte) {
+	if cap(*b) <= maxPooledValue {
+		s.values.Put(b)
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

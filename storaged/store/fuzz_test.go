@@ -70,7 +70,7 @@ func FuzzOpenPartition(f *testing.F) {
 		}
 		defer p.Close()
 		for _, k := range []string{"key-000000", "key-000150", "key-000199", "key-0001", "zzz"} {
-			p.Get([]byte(k))
+			p.Get(nil, []byte(k))
 		}
 	})
 }

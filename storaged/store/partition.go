@@ -52,25 +52,26 @@ func OpenPartition(dir string, o CacheOptions) (*Partition, error) {
 	return p, nil
 }
 
-// Get returns the value of key, or ErrNotFound. The value is shared with
-// the block cache: the caller may keep it but must not modify it.
-func (p *Partition) Get(key []byte) ([]byte, error) {
+// Get appends the value of key to dst and returns the result, or
+// ErrNotFound. Blocks are searched where the cache holds them; a lookup
+// whose block is cached allocates nothing when dst has room.
+func (p *Partition) Get(dst, key []byte) ([]byte, error) {
 	for i := range p.tables {
 		t := &p.tables[i]
 		if bytes.Compare(key, t.smallest) < 0 || bytes.Compare(key, t.largest) > 0 {
 			continue
 		}
-		v, found, deleted, err := t.get(key)
+		v, found, deleted, err := t.get(dst, key)
 		switch {
 		case err != nil:
-			return nil, err
+			return dst, err
 		case deleted:
-			return nil, ErrNotFound
+			return dst, ErrNotFound
 		case found:
 			return v, nil
 		}
 	}
-	return nil, ErrNotFound
+	return dst, ErrNotFound
 }
 
 // Close closes the partition's files and drops its blocks from the cache.

@@ -138,6 +138,7 @@ func (t *sstable) readMeta() error {
 		}
 		return nil
 	})
+	t.blocks.Discard(blockcache.Key{Table: t.id, Offset: metaBH.offset}, meta)
 	if err != nil {
 		return t.corrupt(metaBH.offset, "metaindex: %v", err)
 	}
@@ -168,6 +169,7 @@ func (t *sstable) readMeta() error {
 		t.handles = append(t.handles, bh)
 		return nil
 	})
+	t.blocks.Discard(blockcache.Key{Table: t.id, Offset: indexBH.offset}, index)
 	if err != nil {
 		return t.corrupt(indexBH.offset, "index: %v", err)
 	}
@@ -188,66 +190,76 @@ func (t *sstable) sep(i int) []byte {
 	return t.seps[from:t.sepEnd[i]]
 }
 
-// get looks key up: the value (a slice of a cached block, not to be
-// modified) and whether the table holds the key at all. deleted reports a
-// deletion marker, which hides older tables' values.
-func (t *sstable) get(key []byte) (value []byte, found, deleted bool, err error) {
+// get looks key up and appends its value to dst. found reports whether
+// the table holds the key at all; deleted, a deletion marker, which hides
+// older tables' values.
+func (t *sstable) get(dst, key []byte) (value []byte, found, deleted bool, err error) {
 	i := sort.Search(len(t.handles), func(i int) bool { return bytes.Compare(t.sep(i), key) >= 0 })
 	if i == len(t.handles) {
-		return nil, false, false, nil
+		return dst, false, false, nil
 	}
 	bh := t.handles[i]
-	if t.filter.data != nil && !t.filter.mayContain(bh.offset, key) {
-		return nil, false, false, nil
+	var kind byte
+	search := func(block []byte) {
+		var v []byte
+		v, kind, found, err = seekBlock(block, key)
+		if found {
+			dst = append(dst, v...)
+		}
 	}
-	block, err := t.dataBlock(bh)
+	ck := blockcache.Key{Table: t.id, Offset: bh.offset}
+	if !t.blocks.Get(ck, search) {
+		// The bloom filter saves reading the block; a cached block is
+		// searched for less than the filter's probes cost.
+		if t.filter.data != nil && !t.filter.mayContain(bh.offset, key) {
+			return dst, false, false, nil
+		}
+		block, rerr := t.readBlock(bh)
+		if rerr != nil {
+			return dst, false, false, rerr
+		}
+		search(block)
+		t.blocks.Add(ck, block)
+	}
 	if err != nil {
-		return nil, false, false, err
+		return dst, false, false, t.corrupt(bh.offset, "%v", err)
 	}
-	value, kind, found, err := seekBlock(block, key)
-	if err != nil {
-		return nil, false, false, t.corrupt(bh.offset, "%v", err)
-	}
-	return value, found, found && kind != keyTypeValue, nil
+	return dst, found, found && kind != keyTypeValue, nil
 }
 
-// dataBlock returns a data block from the cache, or reads and caches it.
-func (t *sstable) dataBlock(bh blockHandle) ([]byte, error) {
-	k := blockcache.Key{Table: t.id, Offset: bh.offset}
-	if b, ok := t.blocks.Get(k); ok {
-		return b, nil
-	}
-	b, err := t.readBlock(bh)
-	if err != nil {
-		return nil, err
-	}
-	t.blocks.Add(k, b)
-	return b, nil
-}
-
-// readBlock reads a block, checks its checksum and uncompresses it.
+// readBlock reads a block, checks its checksum and uncompresses it, into
+// a buffer of the block cache's (the caller adds it or discards it).
 func (t *sstable) readBlock(bh blockHandle) ([]byte, error) {
 	if bh.size > maxBlockSize || bh.offset+bh.size+blockTrailerLen > t.size {
 		return nil, t.corrupt(bh.offset, "block of %d bytes runs past the file's %d", bh.size, t.size)
 	}
-	buf := make([]byte, bh.size+blockTrailerLen)
+	ck := blockcache.Key{Table: t.id, Offset: bh.offset}
+	buf := t.blocks.Buffer(ck, int(bh.size+blockTrailerLen))
 	if _, err := t.f.ReadAt(buf, int64(bh.offset)); err != nil {
+		t.blocks.Discard(ck, buf)
 		return nil, fmt.Errorf("store: reading %s at offset %d: %w", t.name, bh.offset, err)
 	}
 	n := bh.size
 	if got, want := crc32.Checksum(buf[:n+1], castagnoli), unmaskCRC(binary.LittleEndian.Uint32(buf[n+1:])); got != want {
+		t.blocks.Discard(ck, buf)
 		return nil, t.corrupt(bh.offset, "block checksum %08x, want %08x", got, want)
 	}
 	switch buf[n] {
 	case blockPlain:
-		return buf[:n:n], nil
+		return buf[:n], nil
 	case blockSnappy:
-		out, err := snappy.Decode(nil, buf[:n])
+		defer t.blocks.Discard(ck, buf)
+		size, err := snappy.DecodedLen(buf[:n])
+		if err != nil || size > maxBlockSize {
+			return nil, t.corrupt(bh.offset, "snappy: bad length %d: %v", size, err)
+		}
+		out, err := snappy.Decode(t.blocks.Buffer(ck, size), buf[:n])
 		if err != nil {
 			return nil, t.corrupt(bh.offset, "snappy: %v", err)
 		}
 		return out, nil
 	}
+	t.blocks.Discard(ck, buf)
 	return nil, t.corrupt(bh.offset, "unknown block type %d", buf[n])
 }
 

@@ -97,7 +97,7 @@ func TestReadsWhatLevelDBWrote(t *testing.T) {
 		for pass := 0; pass < 2; pass++ {
 			for _, k := range keys {
 				want, werr := db.Get([]byte(k), nil)
-				got, gerr := p.Get([]byte(k))
+				got, gerr := p.Get(nil, []byte(k))
 				if errors.Is(werr, leveldb.ErrNotFound) {
 					missing++
 					if !errors.Is(gerr, ErrNotFound) {
@@ -192,7 +192,7 @@ func TestCorruptTable(t *testing.T) {
 		}
 		var corrupt, good int
 		for i := 0; i < 2000; i++ {
-			v, err := p.Get(fmt.Appendf(nil, "key-%06d", i))
+			v, err := p.Get(nil, fmt.Appendf(nil, "key-%06d", i))
 			switch {
 			case errors.Is(err, ErrCorrupt):
 				corrupt++
@@ -239,12 +239,13 @@ func TestGetAllocations(t *testing.T) {
 	defer p.Close()
 	key := []byte("key-001234")
 	miss := []byte("key-001234x")
-	p.Get(key)
+	dst := make([]byte, 0, 64)
+	p.Get(dst, key)
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, err := p.Get(key); err != nil {
-			t.Fatal(err)
+		if v, err := p.Get(dst[:0], key); err != nil || string(v) != "value-1234" {
+			t.Fatal(v, err)
 		}
-		if _, err := p.Get(miss); !errors.Is(err, ErrNotFound) {
+		if _, err := p.Get(dst[:0], miss); !errors.Is(err, ErrNotFound) {
 			t.Fatal(err)
 		}
 	})

@@ -59,14 +59,14 @@ func TestPartitionRoundTrip(t *testing.T) {
 	}
 	for _, run := range []map[string]string{run1, run2} {
 		for k, want := range run {
-			got, err := p.Get([]byte(k))
+			got, err := p.Get(nil, []byte(k))
 			if err != nil || !bytes.Equal(got, []byte(want)) {
 				t.Fatalf("Get(%q) = %q, %v; want %q", k, got, err, want)
 			}
 		}
 	}
 	for _, k := range []string{"a\x00\x00", "b", "zzzz", "key-"} {
-		if _, err := p.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+		if _, err := p.Get(nil, []byte(k)); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Get(%q) = %v, want ErrNotFound", k, err)
 		}
 	}
@@ -117,7 +117,7 @@ func TestEmptyPartitionAndOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, err := p.Get([]byte("b")); !errors.Is(err, ErrNotFound) {
+	if _, err := p.Get(nil, []byte("b")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("aborted run is visible: %v", err)
 	}
 }

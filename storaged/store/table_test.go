@@ -54,7 +54,7 @@ func TestSyncedRunsFromGoroutines(t *testing.T) {
 	defer p.Close()
 	for r := 0; r < runs; r++ {
 		for i := 0; i < perRun; i += 37 {
-			got, err := p.Get([]byte(fmt.Sprintf("run%d-key%04d", r, i)))
+			got, err := p.Get(nil, []byte(fmt.Sprintf("run%d-key%04d", r, i)))
 			if err != nil || string(got) != fmt.Sprint(r*perRun+i) {
 				t.Fatalf("run %d key %d: %q, %v", r, i, got, err)
 			}
@@ -92,11 +92,11 @@ func TestBlockShapes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := 0; i < n; i++ {
-			got, err := p.Get(fmt.Appendf(nil, "key-%06d", 2*i))
+			got, err := p.Get(nil, fmt.Appendf(nil, "key-%06d", 2*i))
 			if err != nil || string(got) != fmt.Sprintf("value-%d", i) {
 				t.Fatalf("%+v: key %d: %q, %v", o, 2*i, got, err)
 			}
-			if _, err := p.Get(fmt.Appendf(nil, "key-%06d", 2*i+1)); !errors.Is(err, ErrNotFound) {
+			if _, err := p.Get(nil, fmt.Appendf(nil, "key-%06d", 2*i+1)); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("%+v: key %d between keys: %v", o, 2*i+1, err)
 			}
 		}
@@ -145,7 +145,7 @@ func TestPreallocatedTable(t *testing.T) {
 	}
 	defer p.Close()
 	for _, i := range []int{0, n / 2, n - 1} {
-		if v, err := p.Get(fmt.Appendf(nil, "key-%08d", i)); err != nil || !bytes.Equal(v, val) {
+		if v, err := p.Get(nil, fmt.Appendf(nil, "key-%08d", i)); err != nil || !bytes.Equal(v, val) {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}

@@ -83,7 +83,7 @@ func (h *harness) get(db, pinned, key string) (string, string, error) {
 		return "", "", err
 	}
 	defer v.Release()
-	val, err := v.Get([]byte(key))
+	val, err := v.Get(nil, []byte(key))
 	return string(val), v.Name, err
 }
 

@@ -62,14 +62,14 @@ func newVersion(db, name string, n int, created time.Time, parts []*store.Partit
 // Held returns the partitions the node serves, ascending.
 func (v *Version) Held() []int { return append([]int(nil), v.held...) }
 
-// Get returns the value of key: a fresh slice, or ErrNotFound, or
-// ErrPartitionNotHeld.
-func (v *Version) Get(key []byte) ([]byte, error) {
+// Get appends the value of key to dst and returns the result, or
+// ErrNotFound, or ErrPartitionNotHeld.
+func (v *Version) Get(dst, key []byte) ([]byte, error) {
 	p := v.parts[hashring.Partition(key, v.NumPartitions)]
 	if p == nil {
-		return nil, ErrPartitionNotHeld
+		return dst, ErrPartitionNotHeld
 	}
-	return p.Get(key)
+	return p.Get(dst, key)
 }
 
 // Release ends a use begun by Acquire.
