@@ -2,6 +2,7 @@ package hashring
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -19,6 +20,30 @@ func TestHashCodeMatchesJava(t *testing.T) {
 	for k, want := range cases {
 		if got := HashCode([]byte(k)); got != want {
 			t.Errorf("HashCode(%q) = %d, want %d", k, got, want)
+		}
+	}
+}
+
+// HashCode's four-byte steps give the one-byte recurrence's value for
+// every length and byte.
+func TestHashCodeSteps(t *testing.T) {
+	naive := func(key []byte) int32 {
+		var h int32
+		for _, b := range key {
+			h = 31*h + int32(b)
+		}
+		return h
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 40; n++ {
+		for i := 0; i < 100; i++ {
+			k := make([]byte, n)
+			for j := range k {
+				k[j] = byte(rng.Uint32())
+			}
+			if got, want := HashCode(k), naive(k); got != want {
+				t.Fatalf("HashCode(%x) = %d, want %d", k, got, want)
+			}
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/golang/snappy"
-	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // Filter blocks hold one filter per 2 KiB of data block offsets, as
@@ -97,10 +96,7 @@ func (w *sstWriter) add(key, value []byte) error {
 	// entry leaves out, and the order of the two.
 	prev := w.lastKey
 	n := min(len(key), len(prev))
-	shared := 0
-	for shared < n && key[shared] == prev[shared] {
-		shared++
-	}
+	shared := commonPrefix(key[:n], prev[:n])
 	if w.entries > 0 && (shared < n && key[shared] < prev[shared] || shared == len(key) && len(key) < len(prev)) {
 		return fmt.Errorf("%w: %q after %q", ErrOrder, key, prev)
 	}
@@ -129,6 +125,21 @@ func (w *sstWriter) add(key, value []byte) error {
 		w.finishDataBlock()
 	}
 	return w.err
+}
+
+// commonPrefix is the length of the prefix a and b (of one length)
+// share, compared 8 bytes at a time.
+func commonPrefix(a, b []byte) int {
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // finishDataBlock closes the block being built and indexes it under its
@@ -316,5 +327,29 @@ func (f fastMod) of(x uint32) uint32 {
 	return uint32(hi)
 }
 
-// bloomHash is the hash LevelDB's bloom filter probes with.
-func bloomHash(key []byte) uint32 { return util.Hash(key, 0xbc9f1d34) }
+// bloomHash is the hash LevelDB's bloom filter probes with (its Hash,
+// seeded 0xbc9f1d34; TestBloomHash checks it against goleveldb's): a
+// murmur-like mix of 4 bytes at a time, then the tail.
+func bloomHash(key []byte) uint32 {
+	const m = 0xc6a4a793
+	h := 0xbc9f1d34 ^ uint32(len(key))*m
+	for len(key) >= 4 {
+		h += binary.LittleEndian.Uint32(key)
+		h *= m
+		h ^= h >> 16
+		key = key[4:]
+	}
+	switch len(key) {
+	case 3:
+		h += uint32(key[2]) << 16
+		fallthrough
+	case 2:
+		h += uint32(key[1]) << 8
+		fallthrough
+	case 1:
+		h += uint32(key[0])
+		h *= m
+		h ^= h >> 24
+	}
+	return h
+}

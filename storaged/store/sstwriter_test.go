@@ -112,6 +112,10 @@ func TestWriterOrder(t *testing.T) {
 	}{
 		{"abc", "abd", true}, {"abc", "abc", true}, {"abc", "abcd", true}, {"", "a", true},
 		{"abd", "abc", false}, {"abcd", "abc", false}, {"b", "a", false}, {"a", "", false},
+		// Past the 8-byte steps of the prefix comparison.
+		{"key-0000000123", "key-0000000124", true}, {"key-0000000124", "key-0000000123", false},
+		{"key-00000001", "key-000000012", true}, {"key-000000012", "key-00000001", false},
+		{"key-1000000000", "key-0000000000", false}, {"0123456789abcdefX", "0123456789abcdefX", true},
 	} {
 		w := newSSTWriter(nil, BuildOptions{})
 		if err := w.add([]byte(c.prev), nil); err != nil {
@@ -120,6 +124,39 @@ func TestWriterOrder(t *testing.T) {
 		err := w.add([]byte(c.next), nil)
 		if c.ok != (err == nil) || (err != nil && !errors.Is(err, ErrOrder)) {
 			t.Fatalf("%q after %q: %v", c.next, c.prev, err)
+		}
+	}
+}
+
+// bloomHash is goleveldb's Hash with the bloom filter's seed, for keys of
+// every length around its 4-byte steps.
+func TestBloomHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n < 40; n++ {
+		for i := 0; i < 50; i++ {
+			k := make([]byte, n)
+			for j := range k {
+				k[j] = byte(rng.Uint32())
+			}
+			if got, want := bloomHash(k), util.Hash(k, 0xbc9f1d34); got != want {
+				t.Fatalf("bloomHash(%x) = %08x, goleveldb %08x", k, got, want)
+			}
+		}
+	}
+}
+
+// commonPrefix agrees with a byte-by-byte count on every split.
+func TestCommonPrefix(t *testing.T) {
+	a := []byte("0123456789abcdefghijklmnopq")
+	for n := 0; n <= len(a); n++ {
+		for d := 0; d <= n; d++ {
+			b := bytes.Clone(a[:n])
+			if d < n {
+				b[d] ^= 0x40
+			}
+			if got := commonPrefix(a[:n], b); got != d {
+				t.Fatalf("length %d, first difference at %d: commonPrefix says %d", n, d, got)
+			}
 		}
 	}
 }
