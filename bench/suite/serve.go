@@ -14,6 +14,7 @@ import (
 	"spangle/bench/load"
 	"spangle/bench/proc"
 	"spangle/bench/report"
+	"spangle/bench/stats"
 )
 
 // Targets of issues 2 and 4 for serving.
@@ -60,6 +61,7 @@ func (b *bench) serveSection(ctx context.Context, ds *dataset.Dataset) {
 		} else {
 			b.throughputRows("storaged GET", "trivial net/http", fa, fp, storagedRatioTarget, storagedP99Target)
 		}
+		b.floorRow(ctx, triv, keys)
 	}
 	if b.runs("routerd") {
 		// routerd without its cache vs a ReverseProxy, both in front of st.
@@ -150,6 +152,35 @@ func (b *bench) throughputRows(metric, peer string, fa, fp figures, ratio, p99 f
 		report.NewRow(metric+" p99 at half load", "ms", fa.op99, peer+" at the same rate", fp.op99, "",
 			report.Target{Kind: report.ValueBelow, Limit: p99}),
 	)
+}
+
+// floorRate is the light load at which floorRow measures the trivial
+// server: a tenth of what this machine serves or less.
+const floorRate = 1000
+
+// floorRow measures the trivial server's latency at floorRate: what this
+// machine's scheduling alone adds to a request (both processes waking on
+// shared cores, the hypervisor's pauses), below which no server's p99 at a
+// higher load can be expected to go.
+func (b *bench) floorRow(ctx context.Context, triv *proc.Process, path load.PathFunc) {
+	rounds, d := 3, b.o.Round
+	if b.o.Quick {
+		rounds, d = 1, 2*time.Second
+	}
+	var p50s, p99s []float64
+	for r := 0; r < rounds; r++ {
+		res, err := load.Run(ctx, load.Options{Addr: triv.Addr, Path: path, Conns: b.o.Conns,
+			Warmup: 200 * time.Millisecond, Duration: d, Rate: floorRate, Seed: uint64(200 + r)})
+		if err != nil {
+			b.failed("machine floor", err)
+			return
+		}
+		p50s = append(p50s, stats.Millis(stats.Percentile(res.Latencies, 0.5)))
+		p99s = append(p99s, stats.Millis(stats.Percentile(res.Latencies, 0.99)))
+	}
+	b.rep.Rows = append(b.rep.Rows, report.NewRow(
+		fmt.Sprintf("trivial net/http p99 at %d req/s (this machine's floor)", floorRate), "ms", stats.Median(p99s), "", 0,
+		fmt.Sprintf("open loop, %d rounds, p50 %.3f ms: the latency scheduling alone adds here; no p99 at a higher load goes below it", rounds, stats.Median(p50s))))
 }
 
 // startPeer runs this executable as a peer server and waits until ready
