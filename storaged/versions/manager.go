@@ -213,6 +213,14 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.log.Error("listing files failed", zap.String("db", db), zap.String("version", target), zap.Error(err))
 			continue
 		}
+		if len(files) == 0 {
+			// A version directory with no data file yet is one being
+			// written (without require_success_file nothing else says
+			// so): there is nothing to partition, and its files are
+			// read once they are there.
+			m.log.Debug("newest version has no data files yet", zap.String("db", db), zap.String("version", target))
+			continue
+		}
 		m.mu.Lock()
 		m.considerLocked(db, target, files)
 		m.mu.Unlock()

@@ -383,3 +383,28 @@ func TestRemovedWhileSyncing(t *testing.T) {
 		}
 	}
 }
+
+// A newest version whose directory holds no data file yet (a job still
+// writing it, with no _SUCCESS required) is not loaded, so it does not
+// fail: the previous version keeps serving, and the new one loads once
+// its files are there.
+func TestVersionWithoutFilesYet(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	h := start(t, root, t.TempDir(), nil)
+	h.waitState("db", "v1", wire.StateActive)
+	if err := os.MkdirAll(filepath.Join(root, "db", "v2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.m.Scan(context.Background())
+	if st := h.state("db", "v2"); st != "" {
+		t.Fatalf("v2 without files is %s", st)
+	}
+	if val, _, err := h.get("db", "", "key-000002"); err != nil || val != "value-2-v1" {
+		t.Fatalf("v1 disturbed: %q, %v", val, err)
+	}
+	os.Remove(filepath.Join(root, "db", "v2"))
+	writeV(t, root, "db", "v2")
+	h.m.Scan(context.Background())
+	h.waitState("db", "v2", wire.StateActive)
+}

@@ -56,10 +56,21 @@ const (
 // root/db/version, with the given layout and options, and a _SUCCESS file.
 func WriteVersion(t testing.TB, root, db, version string, n int, layout Layout, opts seqfile.WriterOptions, recs []Record) string {
 	t.Helper()
-	dir := filepath.Join(root, db, version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Written aside and renamed into place, as a job's output commits: a
+	// daemon scanning meanwhile sees the whole version or none of it.
+	final := filepath.Join(root, db, version)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	dir, err := os.MkdirTemp(filepath.Dir(final), "_tmp-"+version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := os.Rename(dir, final); err != nil {
+			t.Fatal(err)
+		}
+	}()
 	files := make([][]Record, n)
 	for i, r := range recs {
 		f := i % n
@@ -77,7 +88,7 @@ func WriteVersion(t testing.TB, root, db, version string, n int, layout Layout, 
 	if err := os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return final
 }
 
 // WriteFile writes one SequenceFile.
