@@ -156,6 +156,13 @@ func (t *sstable) readMeta() error {
 	if err != nil {
 		return err
 	}
+	// Writers restart the index at every entry: its restart count is its
+	// entry count, and the index's arrays are made once.
+	if _, n, err := blockLayout(index); err == nil {
+		t.seps = make([]byte, 0, len(index))
+		t.sepEnd = make([]uint32, 0, n)
+		t.handles = make([]blockHandle, 0, n)
+	}
 	err = forEachEntry(index, func(k, v []byte) error {
 		if len(k) < 8 {
 			return fmt.Errorf("index key of %d bytes", len(k))
@@ -398,22 +405,26 @@ func seekBlock(b []byte, key []byte) (value []byte, kind byte, found bool, err e
 	return nil, 0, false, nil
 }
 
-// forEachEntry calls fn with every entry of a block in order.
+// forEachEntry calls fn with every entry of a block in order. The key
+// passed is only valid during the call.
 func forEachEntry(b []byte, fn func(key, value []byte) error) error {
 	end, _, err := blockLayout(b)
 	if err != nil {
 		return err
 	}
-	var prev, k, v []byte
+	// Keys are built in two buffers taking turns, as in seekBlock.
+	var buf1, buf2 [128]byte
+	prev, next := buf1[:0], buf2[:0]
+	var k, v []byte
 	for off := 0; off < end; {
-		k, v, off, err = decodeEntry(b, off, end, prev, nil)
+		k, v, off, err = decodeEntry(b, off, end, prev, next)
 		if err != nil {
 			return err
 		}
 		if err := fn(k, v); err != nil {
 			return err
 		}
-		prev = k
+		prev, next = k, prev
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 )
@@ -39,5 +40,33 @@ func BenchmarkWriteRun(b *testing.B) {
 		if err := pb.Finish(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkBuildTable builds one such table into io.Discard: the CPU a
+// table costs before the kernel's share.
+func BenchmarkBuildTable(b *testing.B) {
+	const keys = 125_000
+	var ks [][]byte
+	for i := 0; i < keys; i++ {
+		ks = append(ks, fmt.Appendf(nil, "key-%010d", i*8))
+	}
+	val := make([]byte, 100)
+	for i := range val {
+		val[i] = byte('a' + i%26)
+	}
+	b.SetBytes(keys * (14 + 100))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := newSSTWriter(io.Discard, BuildOptions{})
+		for _, k := range ks {
+			if err := w.add(k, val); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := w.finish(); err != nil {
+			b.Fatal(err)
+		}
+		w.release()
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -210,19 +212,29 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	return v, &pendingBuild{res: res, man: man}, nil
 }
 
+// open opens the held partitions of a version, two at a time per CPU (an
+// open reads each table's index and filter).
 func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
 	parts := make([]*store.Partition, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
 	for _, p := range held {
-		part, err := store.OpenPartition(m.opts.Store.PartitionDir(db, name, p), m.opts.Cache)
-		if err != nil {
-			for _, o := range parts {
-				if o != nil {
-					o.Close()
-				}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			parts[p], errs[p] = store.OpenPartition(m.opts.Store.PartitionDir(db, name, p), m.opts.Cache)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, o := range parts {
+			if o != nil {
+				o.Close()
 			}
-			return nil, err
 		}
-		parts[p] = part
+		return nil, err
 	}
 	return newVersion(db, name, n, created, parts), nil
 }
