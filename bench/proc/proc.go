@@ -72,6 +72,14 @@ func Start(name, addr, logDir string, argv ...string) (*Process, error) {
 // Pid is the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("proc: signalling %s: %w", p.Name, err)
+	}
+	return nil
+}
+
 // WaitFor polls url every interval until check accepts its answer, and
 // returns the time from Start until then. It fails when check does, when
 // the process exits, when ctx ends, or after timeout.
