@@ -19,6 +19,7 @@ import (
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
+	"spangle/storaged/blockcache"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/store"
 	"spangle/storaged/versions"
@@ -58,7 +59,8 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour}
+	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
+		Cache: store.CacheOptions{Blocks: blockcache.New(1 << 20)}}
 	vopts.Loader.Build.NoSync = true
 	m, err := versions.New(vopts)
 	if err != nil {
