@@ -194,19 +194,15 @@ func (w *sstWriter) finishBlock(restarts []uint32, compress bool) blockHandle {
 			kind = blockSnappy
 		}
 	}
-	bh := blockHandle{offset: w.written + uint64(w.blockStart), size: uint64(len(w.buf) - w.blockStart)}
-	w.buf = append(w.buf, kind)
-	crc := crc32.Checksum(w.buf[w.blockStart:], castagnoli)
-	w.buf = binary.LittleEndian.AppendUint32(w.buf, maskCRC(crc))
-	w.blockStart = len(w.buf)
-	return bh
+	return w.seal(kind)
 }
 
-// sealRaw ends the block that starts at blockStart as it is (the filter
-// block), with its trailer.
-func (w *sstWriter) sealRaw() blockHandle {
+// seal ends the block that starts at blockStart as it is, with its
+// trailer (kind, then the checksum of block and kind), and returns its
+// handle. The filter block is sealed this way directly.
+func (w *sstWriter) seal(kind byte) blockHandle {
 	bh := blockHandle{offset: w.written + uint64(w.blockStart), size: uint64(len(w.buf) - w.blockStart)}
-	w.buf = append(w.buf, blockPlain)
+	w.buf = append(w.buf, kind)
 	crc := crc32.Checksum(w.buf[w.blockStart:], castagnoli)
 	w.buf = binary.LittleEndian.AppendUint32(w.buf, maskCRC(crc))
 	w.blockStart = len(w.buf)
@@ -274,7 +270,7 @@ func (w *sstWriter) finish() (uint64, error) {
 		}
 		w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(w.filter)))
 		w.buf = append(w.buf, filterBaseLg)
-		filterBH = w.sealRaw()
+		filterBH = w.seal(blockPlain)
 	}
 
 	// The metaindex names the filter.

@@ -7,21 +7,25 @@ import (
 	"testing"
 )
 
-// BenchmarkWriteRun writes one partition of the benchmark's 1M-key
-// dataset (125k keys, 100-byte values) as one run: the cost a load adds
-// to decoding, per table.
+// benchRecords are one partition of the benchmark's 1M-key dataset:
+// 125k keys in order, 100-byte values.
+func benchRecords() (keys [][]byte, value []byte) {
+	for i := 0; i < 125_000; i++ {
+		keys = append(keys, fmt.Appendf(nil, "key-%010d", i*8))
+	}
+	value = make([]byte, 100)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	return keys, value
+}
+
+// BenchmarkWriteRun writes one such partition as one run: the cost a load
+// adds to decoding, per table.
 func BenchmarkWriteRun(b *testing.B) {
-	const keys = 125_000
-	var ks [][]byte
-	for i := 0; i < keys; i++ {
-		ks = append(ks, fmt.Appendf(nil, "key-%010d", i*8))
-	}
-	val := make([]byte, 100)
-	for i := range val {
-		val[i] = byte('a' + i%26)
-	}
+	ks, val := benchRecords()
 	dir := b.TempDir()
-	b.SetBytes(keys * (14 + 100))
+	b.SetBytes(int64(len(ks) * (14 + len(val))))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		pb, err := CreatePartition(filepath.Join(dir, fmt.Sprint(i)), BuildOptions{NoSync: true})
@@ -46,16 +50,8 @@ func BenchmarkWriteRun(b *testing.B) {
 // BenchmarkBuildTable builds one such table into io.Discard: the CPU a
 // table costs before the kernel's share.
 func BenchmarkBuildTable(b *testing.B) {
-	const keys = 125_000
-	var ks [][]byte
-	for i := 0; i < keys; i++ {
-		ks = append(ks, fmt.Appendf(nil, "key-%010d", i*8))
-	}
-	val := make([]byte, 100)
-	for i := range val {
-		val[i] = byte('a' + i%26)
-	}
-	b.SetBytes(keys * (14 + 100))
+	ks, val := benchRecords()
+	b.SetBytes(int64(len(ks) * (14 + len(val))))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		w := newSSTWriter(io.Discard, BuildOptions{})
