@@ -34,8 +34,12 @@ type Cache struct {
 	tables   atomic.Uint64
 }
 
-// maxFree bounds the evicted buffers a shard keeps for reuse.
-const maxFree = 16
+// A shard keeps at most maxFree evicted buffers for reuse, each of at
+// most maxFreeBuffer bytes (tables' blocks are some KiB).
+const (
+	maxFree       = 16
+	maxFreeBuffer = 256 << 10
+)
 
 type shard struct {
 	mu      sync.RWMutex // guards entries, ring, hand, size and free
@@ -146,7 +150,8 @@ func (c *Cache) Discard(k Key, b []byte) {
 }
 
 func (s *shard) freeLocked(b []byte) {
-	if len(s.free) < maxFree {
+	// A block of a huge value is not worth holding for reuse.
+	if len(s.free) < maxFree && cap(b) <= maxFreeBuffer {
 		s.free = append(s.free, b[:0])
 	}
 }

@@ -180,3 +180,13 @@ func TestConcurrentRecycling(t *testing.T) {
 		t.Fatalf("over the bound: %+v", st)
 	}
 }
+
+// A huge block's buffer is not kept for reuse once evicted.
+func TestHugeBufferNotKept(t *testing.T) {
+	c := New(numShards * (1 << 20))
+	k := Key{1, 0}
+	c.Discard(k, make([]byte, maxFreeBuffer+1))
+	if b := c.Buffer(k, 10); cap(b) > maxFreeBuffer {
+		t.Fatalf("Buffer handed out a kept %d-byte buffer", cap(b))
+	}
+}
