@@ -134,6 +134,16 @@ type Coordination interface {
 	// version not above f.Ring.Version. Otherwise it writes nothing and
 	// returns ErrFenced. Assignments with bad names give ErrBadName.
 	Commit(ctx context.Context, f Fence, id string, as []Assignment) (Decision, error)
+	// PruneVersion deletes a version nobody serves: partitions/<db>/<version>
+	// and assignments/<db>/<version> go together, and only while the
+	// version entry has no replica entry; partitions/<db> and
+	// assignments/<db> go too once they hold nothing. A replica published
+	// at the same moment either keeps it all (false, nil) or comes after
+	// and creates the version entry again, as PublishPartition does. It
+	// reports whether the version's entries are gone, which they are
+	// when they never existed. Errors: ErrBadName, ErrUnavailable,
+	// ErrClosed.
+	PruneVersion(ctx context.Context, db, version string) (bool, error)
 }
 
 // Election is the parent of the election entries, one ephemeral

@@ -16,5 +16,7 @@
 // The coordinator adds a third, kept apart in Coordination: a leader
 // election (ephemeral sequential entries) and decisions committed
 // atomically, fenced by the leadership, the node list they were made
-// from and the previous decision. Nothing on the request path uses it.
+// from and the previous decision, and the deletion of versions nobody
+// serves any more, so that the persistent entries do not pile up with
+// every version ever built. Nothing on the request path uses it.
 package topo

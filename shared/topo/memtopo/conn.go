@@ -30,7 +30,8 @@ type Conn struct {
 	seenGen  uint64 // the Server gen of the last map published
 	// What this Conn was asked to publish, re-published after faults.
 	node     *topo.Node
-	versions map[vkey]topo.VersionInfo
+	versions map[vkey]topo.VersionInfo // as given to PublishVersion, while wanted
+	pending  map[vkey]bool             // versions to create at the next sync
 	parts    map[pkey]struct{}
 }
 
@@ -66,7 +67,7 @@ func (c *Conn) RegisterNode(ctx context.Context, n topo.Node) error {
 	if err := topo.CheckNode(&n); err != nil {
 		return fmt.Errorf("memtopo: %w", err)
 	}
-	return c.change(ctx, func() { c.node = &n })
+	return c.change(ctx, func() { c.node = &n }, nil)
 }
 
 // PublishVersion implements topo.Conn.
@@ -78,13 +79,14 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 		return topo.VersionInfo{}, fmt.Errorf("memtopo: %w: %s/%s has %d partitions", topo.ErrBadName, db, version, info.NumPartitions)
 	}
 	k := vkey{db, version}
-	if err := c.change(ctx, func() { c.versions[k] = info }); err != nil {
+	var got topo.VersionInfo
+	err := c.change(ctx, func() { c.versions[k], c.pending[k] = info, true }, func() {
+		got = c.srv.versions[db][version].info
+	})
+	if err != nil {
 		return topo.VersionInfo{}, err
 	}
-	s := c.srv
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.versions[db][version].info, nil
+	return got, nil
 }
 
 // PublishPartition implements topo.Conn.
@@ -93,7 +95,7 @@ func (c *Conn) PublishPartition(ctx context.Context, db, version string, partiti
 		return fmt.Errorf("memtopo: %w", err)
 	}
 	k := pkey{vkey{db, version}, topo.ReplicaName(partition, addr)}
-	return c.change(ctx, func() { c.parts[k] = struct{}{} })
+	return c.change(ctx, func() { c.parts[k] = struct{}{} }, nil)
 }
 
 // UnpublishPartition implements topo.Conn.
@@ -102,7 +104,25 @@ func (c *Conn) UnpublishPartition(ctx context.Context, db, version string, parti
 		return fmt.Errorf("memtopo: %w", err)
 	}
 	k := pkey{vkey{db, version}, topo.ReplicaName(partition, addr)}
-	return c.change(ctx, func() { delete(c.parts, k) })
+	return c.change(ctx, func() {
+		delete(c.parts, k)
+		c.forgetVersionLocked(k.vkey)
+	}, nil)
+}
+
+// forgetVersionLocked drops the info of a version once nothing of it is
+// wanted, so that what a Conn remembers does not grow with every version
+// it ever served. The caller holds srv.mu.
+func (c *Conn) forgetVersionLocked(k vkey) {
+	if c.pending[k] {
+		return
+	}
+	for p := range c.parts {
+		if p.vkey == k {
+			return
+		}
+	}
+	delete(c.versions, k)
 }
 
 // Connected reports whether c has a session and reaches the service.
@@ -130,8 +150,9 @@ func (c *Conn) Close() error {
 }
 
 // change records what c wants with want, then applies it if the service
-// is reachable, else returns topo.ErrUnavailable.
-func (c *Conn) change(ctx context.Context, want func()) error {
+// is reachable, else returns topo.ErrUnavailable. read, if not nil, runs
+// after the change was applied, under the same lock.
+func (c *Conn) change(ctx context.Context, want, read func()) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memtopo: %w", err)
 	}
@@ -148,5 +169,8 @@ func (c *Conn) change(ctx context.Context, want func()) error {
 	s.ensureSessionLocked(c)
 	s.syncLocked(c)
 	s.refreshLocked()
+	if read != nil {
+		read()
+	}
 	return nil
 }

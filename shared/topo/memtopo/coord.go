@@ -269,3 +269,32 @@ func (c *Conn) Commit(ctx context.Context, f topo.Fence, id string, as []topo.As
 	}
 	return d, nil
 }
+
+// PruneVersion implements topo.Coordination: the check for replicas and
+// the deletions happen under the Server's lock, so a replica published
+// at the same moment either comes first and keeps the version, or comes
+// after and creates it again.
+func (c *Conn) PruneVersion(ctx context.Context, db, version string) (bool, error) {
+	if err := topo.CheckVersion(db, version); err != nil {
+		return false, fmt.Errorf("memtopo: %w", err)
+	}
+	s := c.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := c.readyLocked(ctx); err != nil {
+		return false, err
+	}
+	if v, ok := s.versions[db][version]; ok {
+		if len(v.replicas) > 0 {
+			return false, nil
+		}
+		delete(s.versions[db], version)
+		if len(s.versions[db]) == 0 {
+			delete(s.versions, db)
+		}
+		s.gen++
+		s.refreshLocked()
+	}
+	delete(s.coordLocked().assignments, vkey{db, version})
+	return true, nil
+}

@@ -48,6 +48,7 @@ func (s *Server) Conn() *Conn {
 		mir:      topo.NewMirror(),
 		closed:   make(chan struct{}),
 		versions: map[vkey]topo.VersionInfo{},
+		pending:  map[vkey]bool{},
 		parts:    map[pkey]struct{}{},
 	}
 	s.mu.Lock()
@@ -175,13 +176,17 @@ func (s *Server) syncLocked(c *Conn) {
 			s.gen++
 		}
 	}
-	// Versions, created if absent, and filled if they hold no info.
-	for k, info := range c.versions {
-		v := s.versionLocked(k.db, k.version)
+	// Versions given to PublishVersion: created if absent, and filled if
+	// they hold no info, once. Later only a wanted replica creates one
+	// again (as a ZooKeeper parent), so that a pruned version stays gone
+	// unless someone serves it.
+	for k := range c.pending {
+		v := s.versionLocked(k.db, k.version, c.versions)
 		if v.info.NumPartitions <= 0 {
-			v.info = info
+			v.info = c.versions[k]
 			s.gen++
 		}
+		delete(c.pending, k)
 	}
 	// Replicas: drop the unwanted ones this session owns, add the wanted.
 	for db, vs := range s.versions {
@@ -198,7 +203,7 @@ func (s *Server) syncLocked(c *Conn) {
 		}
 	}
 	for k := range c.parts {
-		v := s.versionLocked(k.db, k.version)
+		v := s.versionLocked(k.db, k.version, c.versions)
 		if owner, ok := v.replicas[k.name]; !ok || owner != c.session {
 			v.replicas[k.name] = c.session
 			s.gen++
@@ -206,8 +211,9 @@ func (s *Server) syncLocked(c *Conn) {
 	}
 }
 
-// versionLocked returns the version entry, creating it without info.
-func (s *Server) versionLocked(db, version string) *versionEntry {
+// versionLocked returns the version entry, creating it with the info
+// infos holds for it, if any (else none, for a PublishVersion to fill).
+func (s *Server) versionLocked(db, version string, infos map[vkey]topo.VersionInfo) *versionEntry {
 	vs := s.versions[db]
 	if vs == nil {
 		vs = map[string]*versionEntry{}
@@ -215,7 +221,7 @@ func (s *Server) versionLocked(db, version string) *versionEntry {
 	}
 	v := vs[version]
 	if v == nil {
-		v = &versionEntry{replicas: map[string]int64{}}
+		v = &versionEntry{info: infos[vkey{db, version}], replicas: map[string]int64{}}
 		vs[version] = v
 		s.gen++
 	}

@@ -17,4 +17,8 @@
 // partition or per replica, so 10 dbs of 64 partitions with one version
 // each cost 22 watches (32 while each db keeps two versions), and a node
 // owns one ephemeral znode for itself plus one per partition it serves.
+// The persistent version znodes would pile up with every version ever
+// built; the coordinator's leader deletes those nobody serves any more
+// (PruneVersion), and their watches go with them, so what a session
+// costs follows the versions that exist.
 package zktopo

@@ -293,9 +293,20 @@ func parseInfo(data []byte) (topo.VersionInfo, bool) {
 
 // ensureParents creates the persistent ancestors of path that are
 // missing. A version znode created this way holds the info this Conn was
-// given for it, if any.
+// given for it, if any. An ancestor deleted while it works (a db znode
+// pruned as it emptied) makes it start again from the top.
 func (c *Conn) ensureParents(path string) error {
 	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for range maxAttempts {
+		err := c.createParents(parts)
+		if !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return fmt.Errorf("zktopo: the parents of %s kept vanishing under %d attempts to create them", path, maxAttempts)
+}
+
+func (c *Conn) createParents(parts []string) error {
 	for i := 1; i < len(parts); i++ {
 		p := "/" + strings.Join(parts[:i], "/")
 		var data []byte
