@@ -28,8 +28,12 @@ type cache struct {
 }
 
 type versionCache struct {
-	info     topo.VersionInfo // zero until the znode holds it
-	replicas []string         // entry names <partition>@<addr>
+	info topo.VersionInfo // zero until the znode holds it
+	// czxid is the znode's creation: a version pruned and created again
+	// (while a session was away, say) has another, and its info is read
+	// again.
+	czxid    int64
+	replicas []string // entry names <partition>@<addr>
 }
 
 // watchLoop lists what changed, re-arming the watches, and publishes the
@@ -131,24 +135,24 @@ func (c *Conn) list(ca *cache, p string) ([]string, error) {
 var errNoRoot = errors.New("zktopo: root not created yet")
 
 // childrenW lists p's children and watches them. A missing p yields no
-// children and exists false.
-func (c *Conn) childrenW(p string) (children []string, exists bool, err error) {
-	children, _, _, err = c.zk.ChildrenW(p)
+// children and a nil stat.
+func (c *Conn) childrenW(p string) (children []string, st *zk.Stat, err error) {
+	children, st, _, err = c.zk.ChildrenW(p)
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	return children, true, nil
+	return children, st, nil
 }
 
 func (c *Conn) listNodes(ca *cache, p string) ([]string, error) {
-	children, exists, err := c.childrenW(p)
+	children, st, err := c.childrenW(p)
 	if err != nil {
 		return nil, err
 	}
-	if !exists {
+	if st == nil {
 		ca.nodes, ca.listedNodes = map[string]topo.Node{}, true
 		return nil, errNoRoot
 	}
@@ -182,11 +186,11 @@ func (c *Conn) listNodes(ca *cache, p string) ([]string, error) {
 }
 
 func (c *Conn) listDBs(ca *cache, p string) ([]string, error) {
-	children, exists, err := c.childrenW(p)
+	children, st, err := c.childrenW(p)
 	if err != nil {
 		return nil, err
 	}
-	if !exists {
+	if st == nil {
 		clear(ca.dbs)
 		ca.listedDBs = true
 		return nil, errNoRoot
@@ -217,11 +221,11 @@ func (c *Conn) listDB(ca *cache, db, p string) ([]string, error) {
 	if !ok {
 		return nil, nil // gone, or not listed under partitions/ yet
 	}
-	children, exists, err := c.childrenW(p)
+	children, st, err := c.childrenW(p)
 	if err != nil {
 		return nil, err
 	}
-	if !exists {
+	if st == nil {
 		delete(ca.dbs, db)
 		return nil, nil
 	}
@@ -250,6 +254,19 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 	if !ok {
 		return nil
 	}
+	children, st, err := c.childrenW(p)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		// Pruned: its watch went with it.
+		delete(ca.dbs[db], version)
+		return nil
+	}
+	if st.Czxid != vc.czxid {
+		vc.info, vc.czxid = topo.VersionInfo{}, st.Czxid
+	}
+	vc.replicas = children
 	if vc.info.NumPartitions < 1 {
 		// Read once; watched only while it holds no info, since the info
 		// never changes once written.
@@ -270,15 +287,6 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 			return err
 		}
 	}
-	children, exists, err := c.childrenW(p)
-	if err != nil {
-		return err
-	}
-	if !exists {
-		delete(ca.dbs[db], version)
-		return nil
-	}
-	vc.replicas = children
 	return nil
 }
 
