@@ -92,6 +92,7 @@ type clusterOpts struct {
 	strategy         placement.Strategy
 	replication      int
 	rereplicateAfter time.Duration
+	pruneAfter       time.Duration // 0: the default, beyond any test
 	fetchDelay       time.Duration
 }
 
@@ -115,7 +116,7 @@ func (c *cluster) start(held []int) *node {
 	var err error
 	n.coord, err = coordinator.New(coordinator.Options{
 		Conn: n.conn, Coord: n.conn, Self: self, Strategy: c.o.strategy,
-		Replication: c.o.replication, RereplicateAfter: c.o.rereplicateAfter,
+		Replication: c.o.replication, RereplicateAfter: c.o.rereplicateAfter, PruneAfter: c.o.pruneAfter,
 		Interval: 100 * time.Millisecond, Log: log,
 	})
 	if err != nil {

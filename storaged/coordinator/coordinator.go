@@ -17,6 +17,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultRereplicateAfter = 5 * time.Minute
+	DefaultPruneAfter       = 5 * time.Minute
 	DefaultInterval         = time.Second
 	DefaultReplication      = 2
 )
@@ -41,6 +42,18 @@ type Options struct {
 	// copies are given to others; default DefaultRereplicateAfter.
 	// Negative turns re-replication off (the config's 0).
 	RereplicateAfter time.Duration
+	// MinReplication is how many live replicas every partition of a
+	// version needs for it to be complete, as the nodes and routers
+	// count it; default 1. Only versions older than a complete one are
+	// pruned.
+	MinReplication int
+	// PruneAfter is how long a version older than a complete one must
+	// have had no live replica, every round as the leader saw it, before
+	// the leader deletes its entries (partitions/<db>/<version> and its
+	// assignment); default DefaultPruneAfter. It must outlast what a node
+	// takes to publish again what it serves (a session lost and made
+	// anew). Negative turns pruning off (the config's 0).
+	PruneAfter time.Duration
 	// Quorum of ELECT votes needed to commit; default QuorumAll.
 	Quorum Quorum
 	// Interval is how often the leader looks at the cluster, and a
@@ -61,9 +74,10 @@ type Options struct {
 
 // Coordinator runs one node's part of the coordination: it campaigns
 // for leadership, and while it leads it re-replicates the copies of
-// nodes gone for RereplicateAfter and, with the rendezvous strategy,
-// rebalances onto nodes that joined. Every node answers ELECT (it is an
-// http.Handler for ElectPrefix). It is safe for concurrent use.
+// nodes gone for RereplicateAfter, with the rendezvous strategy
+// rebalances onto nodes that joined, and prunes the entries of versions
+// superseded and unserved for PruneAfter. Every node answers ELECT (it
+// is an http.Handler for ElectPrefix). It is safe for concurrent use.
 type Coordinator struct {
 	opts Options
 	log  *zap.Logger
@@ -88,6 +102,12 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	if opts.RereplicateAfter == 0 {
 		opts.RereplicateAfter = DefaultRereplicateAfter
+	}
+	if opts.MinReplication <= 0 {
+		opts.MinReplication = 1
+	}
+	if opts.PruneAfter == 0 {
+		opts.PruneAfter = DefaultPruneAfter
 	}
 	if opts.Quorum == "" {
 		opts.Quorum = QuorumAll

@@ -8,4 +8,11 @@
 // all still hold, after a quorum of nodes answered ELECT on the same
 // ring version (seed 004). Followers fetch what an assignment gives
 // them and drop what it takes away only once the new holders serve it.
+//
+// The leader also deletes the persistent entries of versions nobody
+// needs any more, which would otherwise pile up with every version ever
+// built: a version older than a complete one of its db, that no node
+// has served for prune_after, goes with its assignment. The service
+// itself refuses the delete while any replica is published, and a node
+// that serves the version again later creates its entry again.
 package coordinator

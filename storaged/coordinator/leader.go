@@ -15,15 +15,17 @@ import (
 type vkey struct{ db, version string }
 
 // leaderState is what a leader remembers between its rounds. A new
-// leader starts afresh, so it waits RereplicateAfter again from when it
-// took over: late rather than wrong.
+// leader starts afresh, so it waits RereplicateAfter (and PruneAfter)
+// again from when it took over: late rather than wrong.
 type leaderState struct {
-	lastSeen   map[string]time.Time // shard id -> when last in the ring (or first missed)
-	underSince map[vkey]time.Time   // versions without assignment found under-replicated
+	lastSeen      map[string]time.Time // shard id -> when last in the ring (or first missed)
+	underSince    map[vkey]time.Time   // versions without assignment found under-replicated
+	unservedSince map[vkey]time.Time   // superseded versions found without a replica, for prune
+	pruneErr      string               // the last pruning error, logged once
 }
 
 func newLeaderState() *leaderState {
-	return &leaderState{lastSeen: map[string]time.Time{}, underSince: map[vkey]time.Time{}}
+	return &leaderState{lastSeen: map[string]time.Time{}, underSince: map[vkey]time.Time{}, unservedSince: map[vkey]time.Time{}}
 }
 
 // goneFor says how long shard id has been out of the ring, counting from
@@ -63,6 +65,19 @@ func (c *Coordinator) round(ctx context.Context, l topo.Leadership, st *leaderSt
 	live := ring.ShardIDs()
 	for _, id := range live {
 		st.lastSeen[id] = now
+	}
+	if c.opts.PruneAfter > 0 {
+		// Not the round's business: its failure is logged and the
+		// round goes on.
+		err := c.prune(ctx, m, as, st, now)
+		switch {
+		case err == nil:
+			st.pruneErr = ""
+		case ctx.Err() != nil:
+		case err.Error() != st.pruneErr:
+			st.pruneErr = err.Error()
+			c.log.Info("pruning superseded versions failed; trying again each round", zap.Error(err))
+		}
 	}
 	changes := c.plan(m, live, ring.Version, as, st, now)
 	c.setProgress(m, ring, last, as)

@@ -17,6 +17,8 @@ func runScenarios(t *testing.T, newBackend func(t *testing.T) backend) {
 	t.Run("RereplicateAfterNodeLoss", func(t *testing.T) { testRereplicate(t, newBackend(t)) })
 	t.Run("LeaderKilledMidway", func(t *testing.T) { testLeaderKilled(t, newBackend(t)) })
 	t.Run("RebalanceOnJoin", func(t *testing.T) { testRebalanceOnJoin(t, newBackend(t)) })
+	t.Run("PruneSupersededVersion", func(t *testing.T) { testPruneSuperseded(t, newBackend(t)) })
+	t.Run("OnlyTheLeaderPrunes", func(t *testing.T) { testOnlyLeaderPrunes(t, newBackend(t)) })
 }
 
 // A node dies for good: after rereplicate_after its copies are fetched
