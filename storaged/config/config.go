@@ -21,6 +21,7 @@ const (
 	DefaultReplication      = 2
 	DefaultTimeToConverge   = 10 * time.Second
 	DefaultRereplicateAfter = 5 * time.Minute
+	DefaultPruneAfter       = 5 * time.Minute
 	DefaultClusterName      = "spangle"
 	DefaultZKConnect        = time.Second
 	DefaultZKSession        = 10 * time.Second
@@ -101,6 +102,13 @@ type Sharding struct {
 	// leader gives its copies to other nodes; default 5m, 0 turns
 	// re-replication off.
 	RereplicateAfter time.Duration `toml:"rereplicate_after"`
+	// PruneAfter is how long a version older than a complete one must
+	// have had no live replica before the leader deletes its ZooKeeper
+	// entries (partitions/<db>/<version> and its assignment), which
+	// would otherwise pile up with every version ever built; default 5m,
+	// 0 turns pruning off. It must outlast a node's session timeout and
+	// what it takes to publish again.
+	PruneAfter time.Duration `toml:"prune_after"`
 	// ElectQuorum is how many nodes must answer ELECT agreeing with the
 	// leader on its ring version before it commits an assignment: "all"
 	// (default) or "majority".
@@ -155,7 +163,8 @@ func Default() Config {
 		Sharding: Sharding{
 			Replication: DefaultReplication, MinReplication: 1,
 			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
-			Assignment: "sequins", RereplicateAfter: DefaultRereplicateAfter, ElectQuorum: "all",
+			Assignment: "sequins", RereplicateAfter: DefaultRereplicateAfter, PruneAfter: DefaultPruneAfter,
+			ElectQuorum: "all",
 		},
 		ZK: ZK{ConnectTimeout: DefaultZKConnect, SessionTimeout: DefaultZKSession, Prefix: topo.DefaultPrefix},
 		LevelDB: LevelDB{
@@ -221,6 +230,7 @@ func (c *Config) Validate() error {
 	check(s.TimeToConverge < 0, "sharding.time_to_converge", "must not be negative")
 	check(s.Assignment != "sequins" && s.Assignment != "rendezvous", "sharding.assignment", "%q is not sequins or rendezvous", s.Assignment)
 	check(s.RereplicateAfter < 0, "sharding.rereplicate_after", "must not be negative (0 turns re-replication off)")
+	check(s.PruneAfter < 0, "sharding.prune_after", "must not be negative (0 turns pruning off)")
 	check(s.ElectQuorum != "all" && s.ElectQuorum != "majority", "sharding.elect_quorum", "%q is not all or majority", s.ElectQuorum)
 	check(s.ClusterName == "" || strings.Contains(s.ClusterName, "/"), "sharding.cluster_name", "must be non-empty without '/'")
 	if s.ShardID != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -33,18 +34,24 @@ func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, log *zap.
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)
 	}
-	after := s.RereplicateAfter
-	if after == 0 {
-		after = -1 // the config's 0 is off
-	}
 	c, err := coordinator.New(coordinator.Options{
 		Conn: conn, Coord: co, Self: node, Strategy: st, Replication: s.Replication,
-		RereplicateAfter: after, Quorum: q, Log: log.Named("coordinator"),
+		RereplicateAfter: offIfZero(s.RereplicateAfter), MinReplication: s.MinReplication,
+		PruneAfter: offIfZero(s.PruneAfter), Quorum: q, Log: log.Named("coordinator"),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)
 	}
 	return c, co, nil
+}
+
+// offIfZero turns the config's 0 (off) into the coordinator's negative
+// duration (off; its 0 is the default).
+func offIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // assignedHook is the cluster controller's Assigned hook over the
