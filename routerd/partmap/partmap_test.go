@@ -125,6 +125,30 @@ func TestSwitchCallbackAndStates(t *testing.T) {
 	}
 }
 
+// The leader prunes a superseded version once no node serves it: the
+// served version stays, and no switch is reported.
+func TestOlderVersionPruned(t *testing.T) {
+	mir := topo.NewMirror()
+	var switches []string
+	tab := New(mir, Options{OnSwitch: func(db, from, to string) { switches = append(switches, db+":"+from+">"+to) }})
+	for _, dbs := range []map[string]map[string][][]string{
+		{"a": {"v1": {{"n1"}}, "v2": {{"n1"}}}},
+		{"a": {"v1": {{}}, "v2": {{"n1"}}}}, // every node dropped v1
+		{"a": {"v2": {{"n1"}}}},             // v1 pruned
+		{"a": {"v2": {{}}}},                 // v2 loses its replica for a while
+		{"a": {"v2": {{"n1"}}}},
+	} {
+		mir.Publish(build(dbs))
+		s := tab.Current()
+		if got := s.ServedAll(); len(got) != 1 || got["a"] != "v2" {
+			t.Fatalf("map %v: served %v, want a=v2", dbs, got)
+		}
+	}
+	if len(switches) != 1 || switches[0] != "a:>v2" {
+		t.Fatalf("switches %v, want only the first", switches)
+	}
+}
+
 func BenchmarkCurrent(b *testing.B) {
 	mir := topo.NewMirror()
 	tab := New(mir, Options{})
