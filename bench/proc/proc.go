@@ -80,15 +80,21 @@ func (p *Process) Signal(sig os.Signal) error {
 	return nil
 }
 
-// WaitFor polls url every interval until check accepts its answer, and
-// returns the time from Start until then. It fails when check does, when
+// WaitFor polls url (asking for JSON) every interval until check accepts
+// its answer, and returns the time from Start until then. It fails when check does, when
 // the process exits, when ctx ends, or after timeout.
 func (p *Process) WaitFor(ctx context.Context, url string, interval, timeout time.Duration, check func(status int, body []byte) (bool, error)) (time.Duration, error) {
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: false, MaxIdleConnsPerHost: 1}}
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(timeout)
 	for {
-		resp, err := client.Get(url)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, fmt.Errorf("proc: %w", err)
+		}
+		// Status pages answer JSON when asked; other URLs ignore it.
+		req.Header.Set("Accept", "application/json")
+		resp, err := client.Do(req)
 		if err == nil {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()

@@ -131,6 +131,13 @@ type VersionStatus struct {
 	// Partitions lists the partitions this node has loaded and serves.
 	Partitions []int     `json:"partitions"`
 	Created    time.Time `json:"created"`
+	// LoadSeconds is how long this node took to build the version from
+	// the source; 0 when it was reused from the local store or is still
+	// building.
+	LoadSeconds float64 `json:"load_seconds,omitempty"`
+	// Activated is when this node last made the version the one served
+	// to requests that pin none; zero until then.
+	Activated time.Time `json:"activated,omitzero"`
 }
 
 // Health is one entry of GET /healthz: {"<db>": {"<version>": Health}}.

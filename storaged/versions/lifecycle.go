@@ -102,7 +102,8 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.reusedN.Add(1)
 	} else {
 		m.loadedN.Add(1)
-		m.metrics.loadSeconds.Observe(time.Since(start).Seconds())
+		vs.loadTook = time.Since(start)
+		m.metrics.loadSeconds.Observe(vs.loadTook.Seconds())
 	}
 	m.metrics.loads.WithLabelValues(how).Inc()
 	m.publishLocked()

@@ -90,6 +90,8 @@ type vstate struct {
 	wantActive bool // Activate came before the load finished
 	removing   bool // a removal goroutine owns it
 	started    time.Time
+	loadTook   time.Duration // how long building took; 0 when reused
+	activated  time.Time     // when it last became the current version
 	// durable is closed once the version's load is over, its files
 	// synced and its manifest written; only then may it be deleted.
 	durable chan struct{}
@@ -323,6 +325,7 @@ func (m *Manager) activateLocked(db string, d *dbState, vs *vstate) {
 		old.v.current.Store(false)
 	}
 	vs.phase = active
+	vs.activated = now
 	vs.v.current.Store(true)
 	d.current = vs.name
 	m.publishLocked()

@@ -163,8 +163,14 @@ func TestNewVersionRetentionAndDeletion(t *testing.T) {
 	writeV(t, root, "db", "v1")
 	h := start(t, root, t.TempDir(), func(o *Options) { o.Retention = 300 * time.Millisecond; o.RefreshPeriod = 20 * time.Millisecond })
 	h.waitState("db", "v1", wire.StateActive)
+	if st := h.m.Status("db")["db"].Versions["v1"]; st.Activated.IsZero() || st.LoadSeconds <= 0 {
+		t.Fatalf("v1 status %+v: want its load time and activation", st)
+	}
 	writeV(t, root, "db", "v2")
 	h.waitState("db", "v2", wire.StateActive) // picked up by the refresh period
+	if v1, v2 := h.m.Status("db")["db"].Versions["v1"], h.m.Status("db")["db"].Versions["v2"]; !v2.Activated.After(v1.Activated) {
+		t.Fatalf("v2 activated at %v, not after v1 at %v", v2.Activated, v1.Activated)
+	}
 	if h.state("db", "v1") != wire.StateRemoving {
 		t.Fatalf("v1 is %s, want REMOVING while retained", h.state("db", "v1"))
 	}
@@ -218,6 +224,12 @@ func TestRestartReusesLocalStore(t *testing.T) {
 	h2.waitState("other", "v1", wire.StateActive)
 	if l, r, _ := h2.m.Counts(); l != 1 || r != 1 {
 		t.Fatalf("restart: loaded %d reused %d; want db reused and other reloaded", l, r)
+	}
+	// The status tells which was built here, how long it took, and when
+	// each became active.
+	st1, st2 := h2.m.Status("")["db"].Versions["v1"], h2.m.Status("")["other"].Versions["v1"]
+	if st1.LoadSeconds != 0 || st2.LoadSeconds <= 0 || st1.Activated.IsZero() || st2.Activated.IsZero() {
+		t.Fatalf("status after restart: db/v1 %+v, other/v1 %+v; want db reused (no load time), other loaded, both activated", st1, st2)
 	}
 	if val, _, err := h2.get("other", "", "key-000003"); err != nil || val != "value-3-v1" {
 		t.Fatalf("reloaded: %q, %v", val, err)

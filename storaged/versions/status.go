@@ -58,7 +58,8 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		}
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
-				NumPartitions: len(vs.files), Partitions: []int{}}
+				NumPartitions: len(vs.files), Partitions: []int{},
+				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
 				st.Created = vs.v.Created
