@@ -25,14 +25,20 @@ type Key struct {
 // A block is read only inside Get's callback, under its shard's read
 // lock, and evicted only under the write lock: an evicted block's buffer
 // is then unused, and Buffer hands it out again for the next block read.
-// A cache that misses all the time therefore makes little garbage, and
-// the process's memory stays near the bound instead of the collector's
-// twice the live heap.
+// A cache that misses all the time therefore makes little garbage. The
+// buffers come from an arena outside Go's heap, so the process's memory
+// stays near the bound instead of the collector's twice the live heap.
 type Cache struct {
 	shards   [numShards]shard
 	perShard int64
 	tables   atomic.Uint64
+	arena    *arena
 }
+
+// arenaSlack is what the arena may map beyond the cache's bound: buffers
+// being read into, free buffers of one size class waiting while another
+// is asked for, and each chunk's unused end.
+func arenaSlack(capacity int64) int64 { return capacity/16 + 2*chunkSize }
 
 // A shard keeps at most maxFree evicted buffers for reuse, each of at
 // most maxFreeBuffer bytes (tables' blocks are some KiB).
@@ -42,14 +48,15 @@ const (
 )
 
 type shard struct {
+	arena   *arena
 	mu      sync.RWMutex // guards entries, ring, hand, size and free
 	entries map[Key]*entry
 	// ring is the CLOCK: the hand sweeps it, an evicted entry's slot is
 	// filled by the last entry.
 	ring []*entry
 	hand int
-	size int64 // the capacity of the buffers held
-	free [][]byte
+	size int64    // the capacity of the buffers held
+	free [][]byte // buffers of the heap, when the arena had none
 
 	hits, misses atomic.Int64
 	_            [64]byte // keep neighbouring shards' counters apart
@@ -67,9 +74,10 @@ func New(capacity int64) *Cache {
 	if capacity <= 0 {
 		return nil
 	}
-	c := &Cache{perShard: capacity / numShards}
+	c := &Cache{perShard: capacity / numShards, arena: newArena(capacity + arenaSlack(capacity))}
 	for i := range c.shards {
 		c.shards[i].entries = map[Key]*entry{}
+		c.shards[i].arena = c.arena
 	}
 	return c
 }
@@ -119,9 +127,15 @@ func (c *Cache) Get(k Key, read func(block []byte)) bool {
 func bufferSize(n int) int { return (n + 511) &^ 511 }
 
 // Buffer returns a buffer of length n for the block k about to be read and
-// added: an evicted block's when one is big enough.
+// added: an evicted block's when one is big enough, else new memory of the
+// arena's, else (the arena full, or a huge block) of the heap.
 func (c *Cache) Buffer(k Key, n int) []byte {
 	if c != nil {
+		if n <= maxFreeBuffer {
+			if b := c.arena.get(n); b != nil {
+				return b
+			}
+		}
 		s := c.shard(k)
 		s.mu.Lock()
 		for i := len(s.free) - 1; i >= 0; i-- {
@@ -150,6 +164,9 @@ func (c *Cache) Discard(k Key, b []byte) {
 }
 
 func (s *shard) freeLocked(b []byte) {
+	if s.arena.put(b) {
+		return
+	}
 	// A block of a huge value is not worth holding for reuse.
 	if len(s.free) < maxFree && cap(b) <= maxFreeBuffer {
 		s.free = append(s.free, b[:0])
@@ -235,6 +252,9 @@ type Stats struct {
 	// Bytes held (the blocks' buffers) and the bound.
 	Bytes, Capacity int64
 	Blocks          int
+	// Mapped is the memory mapped for buffers outside Go's heap: it
+	// grows to about the bound and stays there.
+	Mapped int64
 }
 
 // Stats returns the cache's counters; zero for a nil cache.
@@ -244,6 +264,7 @@ func (c *Cache) Stats() Stats {
 		return st
 	}
 	st.Capacity = c.perShard * numShards
+	st.Mapped = c.arena.Mapped()
 	for i := range c.shards {
 		s := &c.shards[i]
 		st.Hits += s.hits.Load()

@@ -190,3 +190,81 @@ func TestHugeBufferNotKept(t *testing.T) {
 		t.Fatalf("Buffer handed out a kept %d-byte buffer", cap(b))
 	}
 }
+
+// Blocks live outside Go's heap: the arena maps memory up to about the
+// bound and no further however many blocks stream through, and a cache at
+// its bound reads each new block into an evicted one's memory, allocating
+// nothing but the entry.
+func TestArenaHoldsTheBlocks(t *testing.T) {
+	const capacity = numShards * 64 << 10
+	c := New(capacity)
+	limit := int64(capacity) + arenaSlack(capacity)
+	for i := 0; i < 20_000; i++ {
+		k := Key{1, uint64(i)}
+		b := c.Buffer(k, 3000+i%3000) // six size classes
+		fill(b, k)
+		c.Add(k, b)
+	}
+	st := c.Stats()
+	if st.Mapped == 0 || st.Mapped > limit {
+		t.Fatalf("arena mapped %d bytes; want some, at most %d", st.Mapped, limit)
+	}
+	i := 20_000
+	allocs := testing.AllocsPerRun(1000, func() {
+		k := Key{1, uint64(i)}
+		i++
+		b := c.Buffer(k, 3000+i%3000)
+		fill(b, k)
+		c.Add(k, b)
+	})
+	if allocs > 1 {
+		t.Fatalf("%.1f allocations per block read at the bound; want only the entry's", allocs)
+	}
+	if after := c.Stats().Mapped; after > limit {
+		t.Fatalf("arena grew from %d to %d bytes at the bound", st.Mapped, after)
+	}
+	found := 0
+	for j := 0; j < i; j++ {
+		k := Key{1, uint64(j)}
+		c.Get(k, func(b []byte) {
+			found++
+			for o := 0; o+8 <= len(b); o += 8 {
+				if got := binary.LittleEndian.Uint64(b[o:]); got != k.Table<<32|k.Offset {
+					t.Fatalf("block %v holds %x at %d", k, got, o)
+				}
+			}
+		})
+	}
+	if found == 0 {
+		t.Fatal("nothing cached")
+	}
+}
+
+// A slice of an arena buffer that does not start where a buffer does is
+// never handed out again: it would overlap another block.
+func TestArenaRefusesInteriorSlices(t *testing.T) {
+	c := New(1 << 20)
+	b := c.Buffer(Key{}, 2048)
+	c.Discard(Key{}, b[8:])
+	for i := 0; i < 10; i++ {
+		nb := c.Buffer(Key{}, 2040)
+		if &nb[:1][0] == &b[8] {
+			t.Fatal("an interior slice was handed out as a buffer")
+		}
+	}
+}
+
+// Once the arena is at its bound with no free buffer that fits, blocks are
+// read into the heap, and still cached.
+func TestArenaFullFallsBackToHeap(t *testing.T) {
+	a := newArena(chunkSize)
+	if a.get(chunkSize) == nil {
+		t.Fatal("the first chunk was not mapped")
+	}
+	if a.get(512) != nil {
+		t.Fatal("the arena carved past its bound")
+	}
+	if a.put(make([]byte, 512)) {
+		t.Fatal("the arena took a heap buffer")
+	}
+}

@@ -9,7 +9,8 @@ import (
 )
 
 // registerBlockCache exports the node's block cache: hits and misses
-// (lookups that read a block from its file), bytes held and the bound.
+// (lookups that read a block from its file), bytes held, the bound and
+// the memory mapped for buffers.
 func registerBlockCache(reg prometheus.Registerer, c *blockcache.Cache) error {
 	for _, m := range []struct {
 		name, help string
@@ -24,6 +25,8 @@ func registerBlockCache(reg prometheus.Registerer, c *blockcache.Cache) error {
 			func(s blockcache.Stats) int64 { return s.Bytes }},
 		{"spangle_storaged_block_cache_capacity_bytes", "The block cache's bound (leveldb.block_cache_size).", false,
 			func(s blockcache.Stats) int64 { return s.Capacity }},
+		{"spangle_storaged_block_cache_mapped_bytes", "Memory the block cache has mapped for its buffers, outside Go's heap.", false,
+			func(s blockcache.Stats) int64 { return s.Mapped }},
 	} {
 		value := func() float64 { return float64(m.value(c.Stats())) }
 		var col prometheus.Collector

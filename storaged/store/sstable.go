@@ -143,10 +143,14 @@ func (t *sstable) readMeta() error {
 		return t.corrupt(metaBH.offset, "metaindex: %v", err)
 	}
 	if filterBH.size > 0 {
-		data, err := t.readBlock(filterBH)
+		buf, err := t.readBlock(filterBH)
 		if err != nil {
 			return err
 		}
+		// The filter is kept for the table's life: on the heap, not in a
+		// buffer of the block cache's, which are reused.
+		data := bytes.Clone(buf)
+		t.blocks.Discard(blockcache.Key{Table: t.id, Offset: filterBH.offset}, buf)
 		if t.filter, err = newFilterBlock(data); err != nil {
 			return t.corrupt(filterBH.offset, "filter: %v", err)
 		}
