@@ -25,7 +25,7 @@ const (
 	DefaultClusterName      = "spangle"
 	DefaultZKConnect        = time.Second
 	DefaultZKSession        = 10 * time.Second
-	DefaultBlockCacheSize   = 64 << 20
+	DefaultBlockCacheSize   = 128 << 20
 	DefaultBlockSize        = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits        = 10
 	DefaultSpillSize        = 128 << 20
