@@ -11,7 +11,8 @@ import (
 // on the heap would make a bound of C cost some 2C of memory. Carved
 // memory is neither counted nor scanned by the collector, and never given
 // back: once the cache is full, evicted buffers are what new blocks are
-// read into.
+// read into. A cache is therefore made once and lives as long as its
+// process, as the daemon's does.
 //
 // Every buffer it hands out has a capacity of one of bufferSize's
 // classes, and the buffers taken back wait in a list per class. It is
