@@ -13,4 +13,8 @@
 // with one atomic store under a shared lock, and an insert sweeps entries,
 // sparing once those touched since the last sweep. A hit therefore never
 // takes an exclusive lock, which an LRU list would need to move the entry.
+//
+// The blocks' memory is mapped outside Go's heap (arena.go), in chunks
+// asking for transparent huge pages, so the bound is what the cache costs:
+// on the heap, the collector's headroom would double it.
 package blockcache
