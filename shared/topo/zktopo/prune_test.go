@@ -3,7 +3,6 @@ package zktopo_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,26 +10,6 @@ import (
 	"spangle/shared/topo/topotest"
 	"spangle/shared/zktest"
 )
-
-// mntr reads one counter of the server's mntr report.
-func mntr(t *testing.T, srv *zktest.Server, key string) int {
-	t.Helper()
-	out, err := srv.FourLetter("mntr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatalf("mntr: %q", line)
-			}
-			return n
-		}
-	}
-	t.Fatalf("mntr has no %q:\n%s", key, out)
-	return 0
-}
 
 // waitCount waits until the server's counter is want: watches are set
 // and released by the watch loop after the events.

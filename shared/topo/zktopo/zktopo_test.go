@@ -127,35 +127,18 @@ func TestFootprint(t *testing.T) {
 			return true
 		})
 	}
-	count := func(cmd, key string) int {
-		out, err := srv.FourLetter(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(out, "\n") {
-			if v, ok := strings.CutPrefix(line, key); ok {
-				n, err := strconv.Atoi(strings.TrimSpace(v))
-				if err != nil {
-					t.Fatalf("%s: %q", cmd, line)
-				}
-				return n
-			}
-		}
-		t.Fatalf("%s has no %q:\n%s", cmd, key, out)
-		return 0
-	}
 	for i, version := range []string{"v1", "v2"} {
 		publish(version)
 		versions := i + 1
 		wantWatches := 2 + dbs + dbs*versions
 		// Watches are set after the events; give the watch loop a moment.
 		deadline := time.Now().Add(10 * time.Second)
-		for count("mntr", "zk_watch_count") != wantWatches && time.Now().Before(deadline) {
+		for mntr(t, srv, "zk_watch_count") != wantWatches && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		watches := count("mntr", "zk_watch_count")
-		eph := count("mntr", "zk_ephemerals_count")
-		znodes := count("mntr", "zk_znode_count")
+		watches := mntr(t, srv, "zk_watch_count")
+		eph := mntr(t, srv, "zk_ephemerals_count")
+		znodes := mntr(t, srv, "zk_znode_count")
 		t.Logf("%d dbs x %d partitions x %d versions, one node holding all: %d watches, %d ephemeral znodes, %d znodes on the server",
 			dbs, parts, versions, watches, eph, znodes)
 		if out, err := srv.FourLetter("wchc"); err == nil {
@@ -282,4 +265,24 @@ func open0(t *testing.T, opts zktopo.Options) *zktopo.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// mntr reads one counter of the server's mntr report.
+func mntr(t *testing.T, srv *zktest.Server, key string) int {
+	t.Helper()
+	out, err := srv.FourLetter("mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("mntr: %q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("mntr has no %q:\n%s", key, out)
+	return 0
 }
