@@ -99,10 +99,15 @@ func readDescriptor(dir string) ([]tableRef, error) {
 	return refs, nil
 }
 
-// tablePath returns the file of table num in dir: LevelDB names tables
-// .ldb, older writers .sst.
+// tableFile is the name LevelDB gives table num in dir (older writers
+// used .sst).
+func tableFile(dir string, num uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%06d.ldb", num))
+}
+
+// tablePath returns the file of table num in dir, .ldb or the older .sst.
 func tablePath(dir string, num uint64) string {
-	p := filepath.Join(dir, fmt.Sprintf("%06d.ldb", num))
+	p := tableFile(dir, num)
 	if _, err := os.Stat(p); err != nil {
 		alt := filepath.Join(dir, fmt.Sprintf("%06d.sst", num))
 		if _, err := os.Stat(alt); err == nil {

@@ -152,13 +152,7 @@ func (w *sstWriter) finishDataBlock() {
 	w.restarts, w.inBlock = w.restarts[:0], 0
 	w.indexRst = append(w.indexRst, uint32(len(w.index)))
 	var handle [2 * binary.MaxVarintLen64]byte
-	h := appendHandle(handle[:0], bh)
-	index := binary.AppendUvarint(w.index, 0)
-	index = binary.AppendUvarint(index, uint64(len(w.lastKey)+len(trailer)))
-	index = binary.AppendUvarint(index, uint64(len(h)))
-	index = append(index, w.lastKey...)
-	index = append(index, trailer[:]...)
-	w.index = append(index, h...)
+	w.index = appendWholeEntry(w.index, w.lastKey, trailer[:], appendHandle(handle[:0], bh))
 	// The filters up to the next block's offset: the first holds this
 	// block's keys, the rest (a block spanning several 2 KiB) are empty.
 	if w.bloomBits > 0 {
@@ -277,12 +271,7 @@ func (w *sstWriter) finish() (uint64, error) {
 	var meta []uint32
 	if hasFilter {
 		meta = append(meta, uint32(len(w.buf)-w.blockStart))
-		handle := appendHandle(nil, filterBH)
-		w.buf = binary.AppendUvarint(w.buf, 0)
-		w.buf = binary.AppendUvarint(w.buf, uint64(len(bloomFilterName)))
-		w.buf = binary.AppendUvarint(w.buf, uint64(len(handle)))
-		w.buf = append(w.buf, bloomFilterName...)
-		w.buf = append(w.buf, handle...)
+		w.buf = appendWholeEntry(w.buf, []byte(bloomFilterName), nil, appendHandle(nil, filterBH))
 	}
 	metaBH := w.finishBlock(meta, false)
 
@@ -297,6 +286,18 @@ func (w *sstWriter) finish() (uint64, error) {
 	w.blockStart = len(w.buf)
 	w.flush()
 	return w.written, w.err
+}
+
+// appendWholeEntry appends a block entry that shares no prefix with the
+// one before it (an index's and the metaindex's entries are restarts all):
+// its key is key then suffix (a user key and its trailer).
+func appendWholeEntry(dst, key, suffix, value []byte) []byte {
+	dst = binary.AppendUvarint(dst, 0)
+	dst = binary.AppendUvarint(dst, uint64(len(key)+len(suffix)))
+	dst = binary.AppendUvarint(dst, uint64(len(value)))
+	dst = append(dst, key...)
+	dst = append(dst, suffix...)
+	return append(dst, value...)
 }
 
 func appendHandle(dst []byte, bh blockHandle) []byte {

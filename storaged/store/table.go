@@ -111,9 +111,10 @@ func CreatePartition(dir string, opts BuildOptions) (*PartitionBuilder, error) {
 	return &PartitionBuilder{dir: dir, opts: opts, next: manifestNum + 1}, nil
 }
 
-func (b *PartitionBuilder) tableName(num uint64) string {
-	return filepath.Join(b.dir, fmt.Sprintf("%06d.ldb", num))
-}
+// descriptorName is the file name of the LevelDB MANIFEST (the
+// descriptor) the builder writes, file number manifestNum, which CURRENT
+// names.
+const descriptorName = "MANIFEST-000001"
 
 // NewRun starts a sorted run: a table file of keys appended in ascending
 // order. Runs of one partition may overlap.
@@ -122,7 +123,7 @@ func (b *PartitionBuilder) NewRun() (*RunWriter, error) {
 	num := b.next
 	b.next++
 	b.mu.Unlock()
-	f, err := os.Create(b.tableName(num))
+	f, err := os.Create(tableFile(b.dir, num))
 	if err != nil {
 		return nil, fmt.Errorf("store: creating table in %s: %w", b.dir, err)
 	}
@@ -203,7 +204,7 @@ func (w *RunWriter) Abort() {
 func (b *PartitionBuilder) Finish() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	f, err := os.Create(filepath.Join(b.dir, fmt.Sprintf("MANIFEST-%06d", manifestNum)))
+	f, err := os.Create(filepath.Join(b.dir, descriptorName))
 	if err != nil {
 		return fmt.Errorf("store: creating manifest in %s: %w", b.dir, err)
 	}
@@ -222,7 +223,7 @@ func (b *PartitionBuilder) Finish() error {
 		// CURRENT names the MANIFEST; written aside and renamed, so it
 		// never holds half a name.
 		tmp := filepath.Join(b.dir, "CURRENT.tmp")
-		err = os.WriteFile(tmp, fmt.Appendf(nil, "MANIFEST-%06d\n", manifestNum), 0o644)
+		err = os.WriteFile(tmp, []byte(descriptorName+"\n"), 0o644)
 		if err == nil {
 			err = os.Rename(tmp, filepath.Join(b.dir, "CURRENT"))
 		}
@@ -240,9 +241,9 @@ func (b *PartitionBuilder) Sync() error {
 		return nil
 	}
 	b.mu.Lock()
-	paths := []string{filepath.Join(b.dir, fmt.Sprintf("MANIFEST-%06d", manifestNum)), filepath.Join(b.dir, "CURRENT")}
+	paths := []string{filepath.Join(b.dir, descriptorName), filepath.Join(b.dir, "CURRENT")}
 	for _, t := range b.tables {
-		paths = append(paths, b.tableName(t.num))
+		paths = append(paths, tableFile(b.dir, t.num))
 	}
 	b.mu.Unlock()
 	paths = append(paths, b.dir)
