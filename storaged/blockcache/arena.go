@@ -120,8 +120,8 @@ func (a *arena) put(b []byte) bool {
 	return false
 }
 
-// Mapped is how much memory the arena has mapped.
-func (a *arena) Mapped() int64 {
+// mappedBytes is how much memory the arena has mapped.
+func (a *arena) mappedBytes() int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.mapped

@@ -264,7 +264,7 @@ func (c *Cache) Stats() Stats {
 		return st
 	}
 	st.Capacity = c.perShard * numShards
-	st.Mapped = c.arena.Mapped()
+	st.Mapped = c.arena.mappedBytes()
 	for i := range c.shards {
 		s := &c.shards[i]
 		st.Hits += s.hits.Load()
