@@ -81,8 +81,8 @@ func (p *Process) Signal(sig os.Signal) error {
 }
 
 // WaitFor polls url (asking for JSON) every interval until check accepts
-// its answer, and returns the time from Start until then. It fails when check does, when
-// the process exits, when ctx ends, or after timeout.
+// its answer, and returns the time from Start until then. It fails when
+// check does, when the process exits, when ctx ends, or after timeout.
 func (p *Process) WaitFor(ctx context.Context, url string, interval, timeout time.Duration, check func(status int, body []byte) (bool, error)) (time.Duration, error) {
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: false, MaxIdleConnsPerHost: 1}}
 	defer client.CloseIdleConnections()

@@ -179,19 +179,13 @@ func (b *bench) refreshOnce(ctx context.Context, ds *dataset.Dataset) (time.Dura
 	defer os.RemoveAll(root)
 	store := b.storeDir()
 	defer os.RemoveAll(store)
-	addr, err := proc.FreeAddr()
-	if err != nil {
-		return 0, err
-	}
-	argv := append([]string{b.o.Storaged, "--source", root, "--local-store", store,
-		"--bind", addr, "--log-level", "warn"}, b.o.StoragedArgs...)
-	p, err := proc.Start("storaged-refresh", addr, b.logs, argv...)
+	p, err := b.launchStoraged("storaged-refresh", root, store)
 	if err != nil {
 		return 0, err
 	}
 	defer p.Stop()
 	// Up: /healthz answers (404 while nothing is active).
-	if _, err := p.WaitFor(ctx, "http://"+addr+"/healthz", 5*time.Millisecond, time.Minute,
+	if _, err := p.WaitFor(ctx, "http://"+p.Addr+"/healthz", 5*time.Millisecond, time.Minute,
 		func(status int, _ []byte) (bool, error) { return status > 0, nil }); err != nil {
 		return 0, err
 	}

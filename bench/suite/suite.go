@@ -256,17 +256,23 @@ func machine() string {
 		runtime.NumCPU(), model, load, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
+// launchStoraged starts storaged on a source root with a local store, on
+// a free loopback port, and returns at once.
+func (b *bench) launchStoraged(name, root, store string) (*proc.Process, error) {
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	argv := append([]string{b.o.Storaged, "--source", root, "--local-store", store,
+		"--bind", addr, "--log-level", "warn"}, b.o.StoragedArgs...)
+	return proc.Start(name, addr, b.logs, argv...)
+}
+
 // startStoraged starts storaged on a source root with a local store and
 // waits until the dataset's version is ACTIVE; it returns the process
 // and the time from start to ACTIVE.
 func (b *bench) startStoraged(ctx context.Context, name, root, store string) (*proc.Process, time.Duration, error) {
-	addr, err := proc.FreeAddr()
-	if err != nil {
-		return nil, 0, err
-	}
-	argv := append([]string{b.o.Storaged, "--source", root, "--local-store", store,
-		"--bind", addr, "--log-level", "warn"}, b.o.StoragedArgs...)
-	p, err := proc.Start(name, addr, b.logs, argv...)
+	p, err := b.launchStoraged(name, root, store)
 	if err != nil {
 		return nil, 0, err
 	}
