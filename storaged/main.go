@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"spangle/storaged/config"
 	"spangle/storaged/daemon"
+	"spangle/storaged/gcpace"
 )
 
 func main() {
@@ -51,6 +53,11 @@ func main() {
 			}
 		}
 	}()
+	if os.Getenv("GOGC") == "" {
+		go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
+	} else {
+		log.Info("GOGC is set; gc_headroom is not applied", zap.String("GOGC", os.Getenv("GOGC")))
+	}
 	if err := daemon.Run(ctx, cfg, log, refresh); err != nil {
 		log.Error("storaged failed", zap.Error(err))
 		os.Exit(1)

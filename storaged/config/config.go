@@ -29,6 +29,7 @@ const (
 	DefaultBlockSize        = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits        = 10
 	DefaultSpillSize        = 128 << 20
+	DefaultGCHeadroom       = 64 << 20
 )
 
 // Config is everything storaged is told.
@@ -59,6 +60,11 @@ type Config struct {
 	TestDelay time.Duration `toml:"test_delay"`
 	// LogLevel is zap's level name.
 	LogLevel string `toml:"log_level"`
+	// GCHeadroom is how many bytes the Go heap may grow past its live
+	// size before the garbage collector runs (never less than GOGC=100
+	// allows; see package gcpace); 0 leaves Go's default. Ignored when the
+	// GOGC environment variable is set.
+	GCHeadroom int64 `toml:"gc_headroom"`
 
 	Sharding Sharding `toml:"sharding"`
 	ZK       ZK       `toml:"zk"`
@@ -160,6 +166,7 @@ func Default() Config {
 		LocalStore:       DefaultLocalStore,
 		VersionRetention: DefaultVersionRetention,
 		LogLevel:         "info",
+		GCHeadroom:       DefaultGCHeadroom,
 		Sharding: Sharding{
 			Replication: DefaultReplication, MinReplication: 1,
 			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
@@ -218,6 +225,7 @@ func (c *Config) Validate() error {
 	check(c.VersionRetention <= 0, "version_retention", "must be positive")
 	check(c.MaxInflight < 0, "max_inflight", "must not be negative")
 	check(c.TestDelay < 0, "test_delay", "must not be negative")
+	check(c.GCHeadroom < 0, "gc_headroom", "must not be negative (0 leaves Go's default)")
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

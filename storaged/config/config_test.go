@@ -21,6 +21,7 @@ content_type = "text/plain"
 max_parallel_loads = 3
 version_retention = "1m"
 max_inflight = 100
+gc_headroom = 33554432
 
 [sharding]
 enabled = true
@@ -49,7 +50,8 @@ compression = "snappy"
 		t.Fatal(err)
 	}
 	if c.RefreshPeriod != 30*time.Second || !c.RequireSuccessFile || c.Sharding.Replication != 3 ||
-		len(c.ZK.Servers) != 2 || c.LevelDB.Compression != "snappy" || c.VersionRetention != time.Minute {
+		len(c.ZK.Servers) != 2 || c.LevelDB.Compression != "snappy" || c.VersionRetention != time.Minute ||
+		c.GCHeadroom != 32<<20 {
 		t.Fatalf("decoded %+v", c)
 	}
 }
@@ -65,6 +67,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		`source = "/x"` + "\n[sharding]\nenabled = true":       "zk.servers",
 		`source = "/x"` + "\n[leveldb]\ncompression = \"lz4\"": "leveldb.compression",
 		`source = "/x"` + "\nmax_inflight = -2":                "max_inflight",
+		`source = "/x"` + "\ngc_headroom = -1":                 "gc_headroom",
 		`bind = "127.0.0.1:1"`:                                 "source",
 	}
 	for in, key := range cases {
