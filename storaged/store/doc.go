@@ -14,7 +14,10 @@
 // never change, so a point lookup needs none of a database's snapshots,
 // version set or iterators. Each table keeps its index and bloom filter in
 // memory and reads data blocks through the node's block cache (package
-// blockcache); a lookup whose block is cached allocates nothing.
+// blockcache); a lookup whose block is cached allocates nothing. A cached
+// block carries a digest of its restart keys (digest.go), so that finding
+// where to scan touches the block's last cache lines rather than keys
+// across it.
 //
 // The local store is a cache: a version whose manifest is complete and
 // matches the source is reused after a restart; anything else in the store

@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzSeekBlock: any bytes as a block and any key give an answer or an
-// error, never a panic, and a value found lies inside the block.
+// error, never a panic, and a value found lies inside the block; the
+// block's cached form (with its digest) answers the same.
 func FuzzSeekBlock(f *testing.F) {
 	dir := buildPartition(f, 40, BuildOptions{BlockSize: 256})
 	data, err := os.ReadFile(onlyTable(f, dir))
@@ -29,7 +30,11 @@ func FuzzSeekBlock(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0}, []byte("k"))
 	f.Add([]byte{0, 1, 5, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 0, 0, 0, 0, 1, 0, 0, 0}, []byte("abcde"))
 	f.Fuzz(func(t *testing.T, block, key []byte) {
-		value, _, found, err := seekBlock(block, key)
+		value, kind, found, err := seekBlock(block, key)
+		v2, k2, f2, e2 := seekCached(cachedForm(block), key)
+		if !bytes.Equal(value, v2) || kind != k2 || found != f2 || (err == nil) != (e2 == nil) {
+			t.Fatalf("key %q: seekBlock (%q %d %v %v), seekCached (%q %d %v %v)", key, value, kind, found, err, v2, k2, f2, e2)
+		}
 		if err != nil || !found || len(value) == 0 {
 			return
 		}

@@ -211,9 +211,9 @@ func (t *sstable) get(dst, key []byte) (value []byte, found, deleted bool, err e
 	}
 	bh := t.handles[i]
 	var kind byte
-	search := func(block []byte) {
+	search := func(cached []byte) {
 		var v []byte
-		v, kind, found, err = seekBlock(block, key)
+		v, kind, found, err = seekCached(cached, key)
 		if found {
 			dst = append(dst, v...)
 		}
@@ -229,8 +229,9 @@ func (t *sstable) get(dst, key []byte) (value []byte, found, deleted bool, err e
 		if rerr != nil {
 			return dst, false, false, rerr
 		}
-		search(block)
-		t.blocks.Add(ck, block)
+		cached := t.digested(ck, block)
+		search(cached)
+		t.blocks.Add(ck, cached)
 	}
 	if err != nil {
 		return dst, false, false, t.corrupt(bh.offset, "%v", err)
@@ -380,6 +381,12 @@ func seekBlock(b []byte, key []byte) (value []byte, kind byte, found bool, err e
 	if serr != nil {
 		return nil, 0, false, serr
 	}
+	return scanBlock(b, end, r, key)
+}
+
+// scanBlock looks for key from the restart point before r, the first
+// restart point whose key is not below key, to the first key above it.
+func scanBlock(b []byte, end, r int, key []byte) (value []byte, kind byte, found bool, err error) {
 	off := 0
 	if r > 0 {
 		off = int(binary.LittleEndian.Uint32(b[end+4*(r-1):]))
