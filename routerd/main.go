@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"spangle/routerd/config"
 	"spangle/routerd/server"
+	"spangle/shared/gcpace"
 )
 
 func main() {
@@ -43,6 +45,11 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
+	} else {
+		log.Info("GOGC is set; gc_headroom is not applied", zap.String("GOGC", os.Getenv("GOGC")))
+	}
 	if err := server.Run(ctx, cfg, log); err != nil {
 		log.Error("routerd: stopped", zap.Error(err))
 		os.Exit(1)

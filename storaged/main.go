@@ -18,7 +18,7 @@ import (
 
 	"spangle/storaged/config"
 	"spangle/storaged/daemon"
-	"spangle/storaged/gcpace"
+	"spangle/shared/gcpace"
 )
 
 func main() {

@@ -24,6 +24,7 @@ const (
 	DefaultHedgeBudget  = 0.1
 	DefaultPoll         = time.Second
 	DefaultZKSession    = 10 * time.Second
+	DefaultGCHeadroom   = 64 << 20
 )
 
 // Config is everything routerd is told. The TOML keys are the flag names
@@ -64,6 +65,11 @@ type Config struct {
 	XDSBind string `toml:"xds_bind"`
 	// LogLevel is zap's level name (debug, info, warn, error).
 	LogLevel string `toml:"log_level"`
+	// GCHeadroom is how many bytes the Go heap may grow past its live
+	// size before the garbage collector runs (never less than GOGC=100
+	// allows; see package gcpace); 0 leaves Go's default. Ignored when the
+	// GOGC environment variable is set.
+	GCHeadroom int64 `toml:"gc_headroom"`
 }
 
 // Default returns the configuration with every default filled in, except
@@ -80,6 +86,7 @@ func Default() Config {
 		CacheSize:        DefaultCacheSize,
 		ContentType:      "application/octet-stream",
 		LogLevel:         "info",
+		GCHeadroom:       DefaultGCHeadroom,
 	}
 }
 
@@ -146,6 +153,9 @@ func (c *Config) Validate() error {
 	if c.CacheSize < 0 {
 		bad("cache_size must not be negative")
 	}
+	if c.GCHeadroom < 0 {
+		bad("gc_headroom must not be negative (0 leaves Go's default)")
+	}
 	if c.StoragedPoll <= 0 || c.ZKSessionTimeout <= 0 {
 		bad("storaged_poll and zk_session_timeout must be positive")
 	}
@@ -210,6 +220,7 @@ func bind(fs *flag.FlagSet, c *Config, configPath *string) {
 	fs.StringVar(&c.ContentType, "content-type", c.ContentType, "Content-Type of values when storaged sends none")
 	fs.StringVar(&c.XDSBind, "xds-bind", c.XDSBind, "serve Envoy's xDS (ADS over gRPC) on this address")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.Int64Var(&c.GCHeadroom, "gc-headroom", c.GCHeadroom, "bytes the Go heap may grow past its live size before a collection (0 = Go's default; GOGC, if set, wins)")
 }
 
 // Parse builds the configuration from the command line args (without the

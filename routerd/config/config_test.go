@@ -16,7 +16,8 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Bind != DefaultBind || len(c.Storaged) != 1 || c.Storaged[0] != DefaultStoraged || c.UseZK() ||
 		c.ProxyTimeout != 100*time.Millisecond || c.ProxyStageTimeout != 50*time.Millisecond ||
-		c.CacheSize != DefaultCacheSize || c.HedgeBudget != 0.1 || c.MinReplication != 1 {
+		c.CacheSize != DefaultCacheSize || c.HedgeBudget != 0.1 || c.MinReplication != 1 ||
+		c.GCHeadroom != DefaultGCHeadroom {
 		t.Fatalf("defaults %+v", c)
 	}
 }
@@ -31,6 +32,7 @@ cluster = "prod"
 proxy_timeout = "200ms"
 replication = 4
 cache_size = 1024
+gc_headroom = 1048576
 `), 0o644)
 	c, err := Parse([]string{"--config", path, "--cache-size", "0", "--min-replication=2"}, io.Discard)
 	if err != nil {
@@ -38,7 +40,7 @@ cache_size = 1024
 	}
 	if c.Bind != "0.0.0.0:7000" || !c.UseZK() || len(c.ZK) != 2 || c.Cluster != "prod" ||
 		c.ProxyTimeout != 200*time.Millisecond || c.ProxyStageTimeout != 50*time.Millisecond ||
-		c.CacheSize != 0 || c.MinReplication != 2 || len(c.Storaged) != 0 {
+		c.CacheSize != 0 || c.MinReplication != 2 || len(c.Storaged) != 0 || c.GCHeadroom != 1<<20 {
 		t.Fatalf("config %+v", c)
 	}
 	os.WriteFile(path, []byte("proxy_timout = \"1s\"\n"), 0o644)
@@ -59,6 +61,7 @@ func TestValidation(t *testing.T) {
 		{"--proxy-stage-timeout", "1s"},
 		{"--hedge-budget", "2"},
 		{"--cache-size", "-1"},
+		{"--gc-headroom", "-1"},
 		{"--min-replication", "0"},
 		{"extra"},
 	} {

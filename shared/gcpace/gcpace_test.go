@@ -15,13 +15,13 @@ func TestPercent(t *testing.T) {
 		live, headroom int64
 		want           int
 	}{
-		{6 * mb, 64 * mb, 1066},     // storaged serving: a small live heap
-		{64 * mb, 64 * mb, 100},     // live as large as the headroom: GOGC=100
-		{200 * mb, 64 * mb, 100},    // never below GOGC=100
-		{1024, 64 * mb, maxPercent}, // a near-empty heap is capped
-		{0, 64 * mb, minPercent},    // no collection yet
-		{6 * mb, 0, minPercent},     // headroom off
-		{40 * mb, 64 * mb, 160},     // a 10M-key version's indexes and filters
+		{6 * mb, 64 * mb, 1066},  // storaged serving: a small live heap
+		{64 * mb, 64 * mb, 100},  // live as large as the headroom: GOGC=100
+		{200 * mb, 64 * mb, 100}, // never below GOGC=100
+		{1024, 64 * mb, 1600},    // a near-empty heap counts as Go's 4 MB minimum
+		{0, 64 * mb, 1600},       // no collection yet
+		{6 * mb, 0, minPercent},  // headroom off
+		{40 * mb, 64 * mb, 160},  // a 10M-key version's indexes and filters
 	} {
 		if got := Percent(c.live, c.headroom); got != c.want {
 			t.Errorf("Percent(%d, %d) = %d, want %d", c.live, c.headroom, got, c.want)

@@ -1,0 +1,20 @@
+// Package gcpace paces Go's garbage collector for a daemon whose heap
+// holds little that stays live next to what its requests allocate.
+//
+// storaged keeps its block cache in memory mapped outside the heap, and
+// routerd with a cold or small hot-key cache holds little more than its
+// partition map, so each lives on a few MB of heap while serving tens of
+// MB a second of short-lived allocations. At Go's default GOGC=100 the
+// collector then runs whenever the heap doubles: about 16 times a second
+// under load, each mark phase taking a share of the CPUs for 2-7 ms, and
+// on a small machine that is what sets the tail of request latency. gcpace
+// lets the heap grow by a fixed headroom past its live size before
+// collecting, and never by less than GOGC=100 would: the percentage it sets
+// is max(100, 100*headroom/live), re-read as the live size changes (a
+// version loaded or dropped, a cache filling). A heap whose live size is at
+// least the headroom (routerd's full 64 MiB cache) runs at GOGC=100 as
+// before.
+//
+// The collector's settings are the process's, so only a main package
+// should call Run, and it does nothing when the operator set GOGC.
+package gcpace
