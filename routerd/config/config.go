@@ -24,7 +24,7 @@ const (
 	DefaultHedgeBudget  = 0.1
 	DefaultPoll         = time.Second
 	DefaultZKSession    = 10 * time.Second
-	DefaultGCHeadroom   = 64 << 20
+	DefaultGCHeadroom   = 32 << 20
 )
 
 // Config is everything routerd is told. The TOML keys are the flag names

@@ -12,7 +12,7 @@
 // collecting, and never by less than GOGC=100 would: the percentage it sets
 // is max(100, 100*headroom/live), re-read as the live size changes (a
 // version loaded or dropped, a cache filling). A heap whose live size is at
-// least the headroom (routerd's full 64 MiB cache) runs at GOGC=100 as
+// least the headroom (routerd with its cache full) runs at GOGC=100 as
 // before.
 //
 // The collector's settings are the process's, so only a main package
