@@ -29,7 +29,7 @@ const (
 	DefaultBlockSize        = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits        = 10
 	DefaultSpillSize        = 128 << 20
-	DefaultGCHeadroom       = 64 << 20
+	DefaultGCHeadroom       = 32 << 20
 )
 
 // Config is everything storaged is told.
