@@ -16,9 +16,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"spangle/shared/gcpace"
 	"spangle/storaged/config"
 	"spangle/storaged/daemon"
-	"spangle/shared/gcpace"
 )
 
 func main() {
