@@ -45,11 +45,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if os.Getenv("GOGC") == "" {
-		go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
-	} else {
-		log.Info("GOGC is set; gc_headroom is not applied", zap.String("GOGC", os.Getenv("GOGC")))
-	}
+	go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
 	if err := server.Run(ctx, cfg, log); err != nil {
 		log.Error("routerd: stopped", zap.Error(err))
 		os.Exit(1)

@@ -53,11 +53,7 @@ func main() {
 			}
 		}
 	}()
-	if os.Getenv("GOGC") == "" {
-		go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
-	} else {
-		log.Info("GOGC is set; gc_headroom is not applied", zap.String("GOGC", os.Getenv("GOGC")))
-	}
+	go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
 	if err := daemon.Run(ctx, cfg, log, refresh); err != nil {
 		log.Error("storaged failed", zap.Error(err))
 		os.Exit(1)

@@ -2,6 +2,7 @@ package gcpace
 
 import (
 	"context"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -33,9 +34,10 @@ func Percent(live, headroom int64) int {
 
 // Run sets the collector's percentage from the live heap now and then
 // every interval until ctx ends, and on return puts back the percentage
-// it found. It returns at once when headroom is not positive.
+// it found. It returns at once when headroom is not positive or when the
+// GOGC environment variable is set: the operator's setting wins.
 func Run(ctx context.Context, headroom int64, every time.Duration) {
-	if headroom <= 0 {
+	if headroom <= 0 || os.Getenv("GOGC") != "" {
 		return
 	}
 	samples := make([]metrics.Sample, len(scaledMetrics))

@@ -33,6 +33,7 @@ func TestPercent(t *testing.T) {
 // heap far below the headroom it must raise the percentage above 100, and
 // put the old one back when stopped.
 func TestRunSetsAndRestores(t *testing.T) {
+	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(77)
 	defer debug.SetGCPercent(before)
 	runtime.GC() // the live size is known after a collection
@@ -67,10 +68,15 @@ func gogc() int {
 	return int(s[0].Value.Uint64())
 }
 
-func TestRunOffWithoutHeadroom(t *testing.T) {
+// Without headroom, or with GOGC set by the operator, Run leaves the
+// collector alone and returns at once.
+func TestRunOff(t *testing.T) {
 	before := debug.SetGCPercent(55)
 	defer debug.SetGCPercent(before)
-	Run(context.Background(), 0, time.Millisecond) // returns at once
+	t.Setenv("GOGC", "")
+	Run(context.Background(), 0, time.Millisecond)
+	t.Setenv("GOGC", "55")
+	Run(context.Background(), 1<<30, time.Millisecond)
 	if p := debug.SetGCPercent(before); p != 55 {
 		t.Errorf("GC percent %d, want 55 untouched", p)
 	}
