@@ -189,6 +189,9 @@ func (s *Store) List() (map[string][]string, error) {
 			continue
 		}
 		vs, err := os.ReadDir(filepath.Join(s.root, d.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed with its last version since the root was read
+		}
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -166,5 +167,43 @@ func TestManifest(t *testing.T) {
 	id2, _ := s.NodeID()
 	if err != nil || id1 == "" || id1 != id2 {
 		t.Fatalf("NodeID = %q, %q, %v", id1, id2, err)
+	}
+}
+
+// A db's dir removed with its last version while the store is listed
+// (Remove runs beside the manager's clean-up of stray versions) is simply
+// not listed: the listing does not fail, which would leave every stray
+// version on disk.
+func TestListWhileADBIsRemoved(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(s.VersionDir("kept", "v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.MkdirAll(s.VersionDir("churn", "v1"), 0o755)
+			s.Remove("churn", "v1")
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
+		got, err := s.List()
+		if err != nil {
+			t.Fatalf("List while a db is removed: %v", err)
+		}
+		if len(got["kept"]) != 1 {
+			t.Fatalf("List lost db kept: %v", got)
+		}
 	}
 }
