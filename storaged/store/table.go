@@ -220,13 +220,10 @@ func (b *PartitionBuilder) Finish() error {
 		err = cerr
 	}
 	if err == nil {
-		// CURRENT names the MANIFEST; written aside and renamed, so it
-		// never holds half a name.
-		tmp := filepath.Join(b.dir, "CURRENT.tmp")
-		err = os.WriteFile(tmp, []byte(descriptorName+"\n"), 0o644)
-		if err == nil {
-			err = os.Rename(tmp, filepath.Join(b.dir, "CURRENT"))
-		}
+		// CURRENT names the MANIFEST. It is written in place, not aside
+		// and renamed: a partition cut short by a crash is never opened,
+		// since its version's manifest is only marked complete after Sync.
+		err = os.WriteFile(filepath.Join(b.dir, "CURRENT"), []byte(descriptorName+"\n"), 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("store: writing manifest in %s: %w", b.dir, err)
