@@ -70,8 +70,9 @@ func appendDigest(b []byte) []byte {
 	for i := range n {
 		k, err := restartUserKey(b[:size], end, i)
 		// The search assumes the restart keys in order, as a table
-		// written right has them.
-		if err != nil || bytes.Compare(k, prev) < 0 {
+		// written right has them, and so all starting with the prefix
+		// the first and last share.
+		if err != nil || bytes.Compare(k, prev) < 0 || !bytes.HasPrefix(k, first[:common]) {
 			return appendDigestTail(b[:size], 0, 0, size)
 		}
 		b = binary.BigEndian.AppendUint64(b, keyPrefix(k[common:]))

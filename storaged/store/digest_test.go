@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -118,6 +119,44 @@ func TestSeekCachedAgreesWithSeekBlock(t *testing.T) {
 							name, interval, bi, key, v1, k1, f1, e1, v2, k2, f2, e2)
 					}
 				}
+			}
+		}
+	}
+}
+
+// rawBlock lays out a data block of keys in the order given, each entry
+// a restart point: a block no table writer would make when the keys are
+// out of order.
+func rawBlock(keys ...string) []byte {
+	var b []byte
+	var restarts []uint32
+	for _, k := range keys {
+		restarts = append(restarts, uint32(len(b)))
+		b = binary.AppendUvarint(b, 0)
+		b = binary.AppendUvarint(b, uint64(len(k)+len(trailer)))
+		b = binary.AppendUvarint(b, 1)
+		b = append(append(append(b, k...), trailer[:]...), 'v')
+	}
+	for _, r := range restarts {
+		b = binary.LittleEndian.AppendUint32(b, r)
+	}
+	return binary.LittleEndian.AppendUint32(b, uint32(len(restarts)))
+}
+
+// Restart keys out of order get no digest, even where the first and last
+// agree on a prefix that a key between them is shorter than.
+func TestDigestOfKeysOutOfOrder(t *testing.T) {
+	for _, keys := range [][]string{{"aaaa", "ab", "aaaz"}, {"aaaa", "a", "aaaz"}, {"b", "a"}} {
+		block := rawBlock(keys...)
+		c := cachedForm(block)
+		if n := binary.LittleEndian.Uint16(c[len(c)-6:]); n != 0 {
+			t.Errorf("%q: digest of %d restarts, want none", keys, n)
+		}
+		for _, k := range append(keys, "", "aaab", "zz") {
+			v1, _, f1, e1 := seekBlock(block, []byte(k))
+			v2, _, f2, e2 := seekCached(c, []byte(k))
+			if !bytes.Equal(v1, v2) || f1 != f2 || (e1 == nil) != (e2 == nil) {
+				t.Errorf("%q, key %q: seekBlock (%q %v %v), seekCached (%q %v %v)", keys, k, v1, f1, e1, v2, f2, e2)
 			}
 		}
 	}

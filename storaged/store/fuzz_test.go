@@ -28,6 +28,7 @@ func FuzzSeekBlock(f *testing.F) {
 	f.Add(data[bh.offset:bh.offset+bh.size], []byte("key-000003"))
 	f.Add(data[bh.offset:bh.offset+bh.size], []byte("key-0000031"))
 	f.Add([]byte{0, 0, 0, 0}, []byte("k"))
+	f.Add(rawBlock("aaaa", "ab", "aaaz"), []byte("ab"))
 	f.Add([]byte{0, 1, 5, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 0, 0, 0, 0, 1, 0, 0, 0}, []byte("abcde"))
 	f.Fuzz(func(t *testing.T, block, key []byte) {
 		value, kind, found, err := seekBlock(block, key)
