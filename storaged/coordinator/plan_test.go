@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"spangle/shared/placement"
@@ -101,6 +102,27 @@ func TestRebalanceOnJoinMovesFairShare(t *testing.T) {
 		ideal := float64(512*3) / float64(n+1)
 		if moved < got || float64(moved) > 1.25*ideal || float64(got) < 0.75*ideal {
 			t.Errorf("n=%d: moved %d, joiner holds %d, ideal %.1f", n, moved, got, ideal)
+		}
+	}
+}
+
+// Over few partitions a joiner's share is what the scores give it, at
+// least what the bound leaves over: with these addresses (a CI run's) the
+// joiner ranks in the top two of only 2 of 12 partitions and takes 3 of
+// the 24 copies, the old nodes keeping MaxLoad (7) each.
+func TestRebalanceOnJoinAtLeastWhatTheBoundLeaves(t *testing.T) {
+	old := []string{"127.0.0.1:44081", "127.0.0.1:38751", "127.0.0.1:37923"}
+	live := append(slices.Clone(old), "127.0.0.1:45527")
+	cur := placement.Rendezvous{}.Place(old, 12, 2, nil)
+	next := Rebalance(cur, live, 2)
+	bound := placement.MaxLoad(len(live), 12, 2)
+	load := placement.Load(next)
+	if got, least := load["127.0.0.1:45527"], 24-3*bound; got < least {
+		t.Errorf("joiner holds %d, at least %d", got, least)
+	}
+	for id, l := range load {
+		if l > bound {
+			t.Errorf("%s holds %d, above the bound %d", id, l, bound)
 		}
 	}
 }

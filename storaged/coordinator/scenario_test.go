@@ -124,17 +124,24 @@ func testLeaderKilled(t *testing.T, b backend) {
 	}
 }
 
-// With the rendezvous strategy a node that joins takes its fair share,
-// nothing else moves, and replication never drops during the moves.
+// With the rendezvous strategy a node that joins takes a share, few other
+// copies move, and replication never drops during the moves. How large a
+// share is up to the scores of the nodes' addresses (ports differ from run
+// to run): over 12 partitions a joiner may rank in the top two of only 2,
+// so what is asserted is the least the bounded load guarantees it: the
+// copies the old nodes cannot keep without going over MaxLoad.
+// TestRebalanceOnJoinMovesFairShare checks the fair share over many
+// partitions, where the scores even out.
 func testRebalanceOnJoin(t *testing.T, b backend) {
-	const r = 2
-	c := newCluster(t, b, clusterOpts{strategy: placement.Rendezvous{}, replication: r, rereplicateAfter: time.Second, fetchDelay: 20 * time.Millisecond}, 3)
+	const r, nodes = 2, 4
+	c := newCluster(t, b, clusterOpts{strategy: placement.Rendezvous{}, replication: r, rereplicateAfter: time.Second, fetchDelay: 20 * time.Millisecond}, nodes-1)
 	lead := c.leader()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	floor := c.watchFloor(ctx, lead.conn)
 	joiner := c.start(nil)
-	ideal := float64(parts*r) / 4
+	ideal := float64(parts*r) / nodes
+	least := parts*r - (nodes-1)*placement.MaxLoad(nodes, parts, r)
 	m := c.waitMap("the joiner serving its share at full replication", func(m *topo.Map) bool {
 		held := 0
 		for p := 0; p < parts; p++ {
@@ -142,7 +149,7 @@ func testRebalanceOnJoin(t *testing.T, b backend) {
 				held++
 			}
 		}
-		return float64(held) >= math.Floor(0.75*ideal) && fullyOn(r)(m)
+		return held >= max(least, 1) && fullyOn(r)(m)
 	})
 	stop()
 	if f := floor(); f < r {
