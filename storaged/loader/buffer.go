@@ -5,13 +5,15 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+
+	"spangle/storaged/store"
 )
 
 // chunkSize is the size of the arena chunks records are copied into.
 const chunkSize = 1 << 20
 
-// entry locates one buffered record. prefix holds the key's first 8 bytes
-// big-endian, so most comparisons never touch the arena.
+// entry locates one buffered record. prefix is store.KeyPrefix of the key
+// (its first 8 bytes), so most comparisons never touch the arena.
 type entry struct {
 	prefix uint64
 	chunk  uint32
@@ -46,7 +48,7 @@ func (b *buffer) add(key, val []byte) int64 {
 	c = append(c, key...)
 	c = append(c, val...)
 	b.chunks[last] = c
-	b.entries = append(b.entries, entry{prefix: prefixOf(key), chunk: uint32(last), off: uint32(off)})
+	b.entries = append(b.entries, entry{prefix: store.KeyPrefix(key), chunk: uint32(last), off: uint32(off)})
 	n := int64(len(c)-off) + 16
 	b.bytes += n
 	return n
@@ -89,10 +91,4 @@ func (b *buffer) sort() {
 		}
 		return bytes.Compare(b.keyOf(x), b.keyOf(y))
 	})
-}
-
-func prefixOf(key []byte) uint64 {
-	var p [8]byte
-	copy(p[:], key)
-	return binary.BigEndian.Uint64(p[:])
 }

@@ -75,7 +75,7 @@ func appendDigest(b []byte) []byte {
 		if err != nil || bytes.Compare(k, prev) < 0 || !bytes.HasPrefix(k, first[:common]) {
 			return appendDigestTail(b[:size], 0, 0, size)
 		}
-		b = binary.BigEndian.AppendUint64(b, keyPrefix(k[common:]))
+		b = binary.BigEndian.AppendUint64(b, KeyPrefix(k[common:]))
 		prev = k
 	}
 	return appendDigestTail(b, common, n, size)
@@ -100,9 +100,10 @@ func appendDigestTail(b []byte, common, restarts, size int) []byte {
 	return binary.LittleEndian.AppendUint32(b, uint32(size))
 }
 
-// keyPrefix is k's first 8 bytes, zero-padded, as a big-endian number:
-// keyPrefix(a) < keyPrefix(b) implies a < b.
-func keyPrefix(k []byte) uint64 {
+// KeyPrefix is k's first 8 bytes, zero-padded, as a big-endian number:
+// KeyPrefix(a) < KeyPrefix(b) implies a < b, so most comparisons of keys
+// can be made on it.
+func KeyPrefix(k []byte) uint64 {
 	if len(k) >= 8 {
 		return binary.BigEndian.Uint64(k)
 	}
@@ -149,7 +150,7 @@ func seekCached(c []byte, key []byte) (value []byte, kind byte, found bool, err 
 	case 1:
 		r = n // above every restart key
 	default:
-		kp := keyPrefix(key[common:])
+		kp := KeyPrefix(key[common:])
 		at := func(i int) uint64 { return binary.BigEndian.Uint64(prefixes[8*i:]) }
 		lo := sort.Search(n, func(i int) bool { return at(i) >= kp })
 		hi := lo

@@ -368,10 +368,7 @@ func seekBlock(b []byte, key []byte) (value []byte, kind byte, found bool, err e
 	// sought, if any, lies after the restart point before it.
 	var serr error
 	r := sort.Search(restarts, func(i int) bool {
-		k, err := restartKey(b, end, i)
-		if err == nil {
-			k, err = userKey(k)
-		}
+		k, err := restartUserKey(b, end, i)
 		if err != nil {
 			serr = err
 			return true
