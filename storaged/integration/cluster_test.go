@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -57,11 +58,27 @@ func TestRingAssignment(t *testing.T) {
 		if st.Mode != "cluster" || st.Cluster == nil || len(st.Cluster.Nodes) != 3 {
 			t.Fatalf("%s status lacks the cluster map: %+v", n.addr, st)
 		}
-		v := st.Cluster.Version(testDB, "v1")
-		for p := 0; p < testParts; p++ {
-			if got := v.Replicas[p]; !reflect.DeepEqual(got, sortedCopy(holders[p])) {
-				t.Errorf("%s's cluster map: partition %d on %v, want %v", n.addr, p, got, holders[p])
+		// The map mirrors ZooKeeper: a version is active once every
+		// partition has one replica, and another node's publication of
+		// the second may reach this node's map a moment later.
+		var mismatch string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(25 * time.Millisecond) {
+			mismatch = ""
+			v := st.Cluster.Version(testDB, "v1")
+			for p := 0; p < testParts && mismatch == ""; p++ {
+				if got := v.Replicas[p]; !reflect.DeepEqual(got, sortedCopy(holders[p])) {
+					mismatch = fmt.Sprintf("partition %d on %v, want %v", p, got, holders[p])
+				}
 			}
+			if mismatch == "" || time.Now().After(deadline) {
+				break
+			}
+			if st, err = n.status(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if mismatch != "" {
+			t.Errorf("%s's cluster map: %s", n.addr, mismatch)
 		}
 	}
 
