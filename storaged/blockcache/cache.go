@@ -48,12 +48,16 @@ const (
 )
 
 type shard struct {
-	arena   *arena
-	mu      sync.RWMutex // guards entries, ring, hand, size and free
-	entries map[Key]*entry
+	arena *arena
+	mu    sync.RWMutex // guards slotOf, ring, hand, size and free
+	// slotOf maps a key to its entry's index in ring. Neither holds a
+	// pointer but the blocks' (mostly outside the heap), so the collector
+	// scans one array instead of chasing an object per block: a cache of
+	// hundreds of thousands of blocks costs each collection little.
+	slotOf map[Key]int32
 	// ring is the CLOCK: the hand sweeps it, an evicted entry's slot is
 	// filled by the last entry.
-	ring []*entry
+	ring []entry
 	hand int
 	size int64    // the capacity of the buffers held
 	free [][]byte // buffers of the heap, when the arena had none
@@ -76,7 +80,7 @@ func New(capacity int64) *Cache {
 	}
 	c := &Cache{perShard: capacity / numShards, arena: newArena(capacity + arenaSlack(capacity))}
 	for i := range c.shards {
-		c.shards[i].entries = map[Key]*entry{}
+		c.shards[i].slotOf = map[Key]int32{}
 		c.shards[i].arena = c.arena
 	}
 	return c
@@ -106,12 +110,13 @@ func (c *Cache) Get(k Key, read func(block []byte)) bool {
 	}
 	s := c.shard(k)
 	s.mu.RLock()
-	e := s.entries[k]
-	if e == nil {
+	i, ok := s.slotOf[k]
+	if !ok {
 		s.mu.RUnlock()
 		s.misses.Add(1)
 		return false
 	}
+	e := &s.ring[i]
 	if !e.ref.Load() {
 		e.ref.Store(true)
 	}
@@ -184,7 +189,7 @@ func (c *Cache) Add(k Key, block []byte) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.entries[k]; ok || int64(cap(block)) > c.perShard {
+	if _, ok := s.slotOf[k]; ok || int64(cap(block)) > c.perShard {
 		s.freeLocked(block)
 		return
 	}
@@ -194,9 +199,8 @@ func (c *Cache) Add(k Key, block []byte) {
 			s.freeLocked(b)
 		}
 	}
-	e := &entry{key: k, data: block}
-	s.entries[k] = e
-	s.ring = append(s.ring, e)
+	s.slotOf[k] = int32(len(s.ring))
+	s.ring = append(s.ring, entry{key: k, data: block})
 }
 
 // sweepLocked advances the hand by one entry: an entry used since the last
@@ -206,7 +210,7 @@ func (s *shard) sweepLocked() []byte {
 	if s.hand >= len(s.ring) {
 		s.hand = 0
 	}
-	e := s.ring[s.hand]
+	e := &s.ring[s.hand]
 	if e.ref.Load() {
 		e.ref.Store(false)
 		s.hand++
@@ -216,14 +220,20 @@ func (s *shard) sweepLocked() []byte {
 }
 
 func (s *shard) removeAtLocked(i int) []byte {
-	e := s.ring[i]
-	delete(s.entries, e.key)
-	s.size -= int64(cap(e.data))
+	e := &s.ring[i]
+	data := e.data
+	delete(s.slotOf, e.key)
+	s.size -= int64(cap(data))
 	last := len(s.ring) - 1
-	s.ring[i] = s.ring[last]
-	s.ring[last] = nil
+	if i != last {
+		l := &s.ring[last]
+		e.key, e.data = l.key, l.data
+		e.ref.Store(l.ref.Load())
+		s.slotOf[e.key] = int32(i)
+	}
+	s.ring[last].data = nil
 	s.ring = s.ring[:last]
-	return e.data
+	return data
 }
 
 // DropTable forgets every block of a table, as when its partition is
