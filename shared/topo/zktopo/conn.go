@@ -173,6 +173,15 @@ func (z *zkLogger) Printf(format string, args ...any) {
 	z.l.Infof(format, args...)
 }
 
+// resyncDelay is how long after a session comes up the Conn waits before
+// listing and publishing again. The ZooKeeper client (go-zookeeper
+// v1.0.4) re-arms its watches right after this event, reading the last
+// zxid it saw without a lock while its receive loop may be writing it for
+// the answer to a request of ours: a data race that go test -race
+// reports (go-zookeeper/zk#35; v1.0.4 is the newest release). Its
+// re-arming takes microseconds; our first requests wait for it to end.
+const resyncDelay = 50 * time.Millisecond
+
 // onEvent receives every event of the ZooKeeper client, in its own
 // goroutines: it must not block.
 func (c *Conn) onEvent(ev zk.Event) {
@@ -186,8 +195,10 @@ func (c *Conn) onEvent(ev zk.Event) {
 			c.evMu.Lock()
 			c.resyncAll = true
 			c.evMu.Unlock()
-			kick(c.watchKick)
-			kick(c.syncKick)
+			time.AfterFunc(resyncDelay, func() {
+				kick(c.watchKick)
+				kick(c.syncKick)
+			})
 		case zk.StateExpired:
 			c.log.Warn("zktopo: session expired; a new one will publish everything again")
 		case zk.StateDisconnected:
