@@ -14,13 +14,7 @@ func BenchmarkCollect(b *testing.B) {
 	for _, blocks := range []int{30_000, 300_000} {
 		b.Run(fmt.Sprintf("blocks=%d", blocks), func(b *testing.B) {
 			c := New(int64(blocks) * 4608 * 11 / 10)
-			for i := 0; i < blocks; i++ {
-				k := Key{Table: uint64(i % 8), Offset: uint64(i) * 4096}
-				c.Add(k, c.Buffer(k, 4200))
-			}
-			if got := c.Stats().Blocks; got != blocks {
-				b.Fatalf("cache holds %d blocks, want %d", got, blocks)
-			}
+			addBlocks(b, c, blocks, 4200)
 			runtime.GC()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -278,15 +278,22 @@ func TestNoHeapObjectPerBlock(t *testing.T) {
 	c := New(blocks * 4 << 10)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for i := 0; i < blocks; i++ {
-		k := Key{1, uint64(i) * 4096}
-		c.Add(k, c.Buffer(k, 2000))
-	}
+	addBlocks(t, c, blocks, 2000)
 	runtime.ReadMemStats(&after)
-	if got := c.Stats().Blocks; got != blocks {
-		t.Fatalf("cache holds %d blocks, want %d", got, blocks)
-	}
 	if made := after.Mallocs - before.Mallocs; made > blocks/10 {
 		t.Fatalf("%d heap objects made for %d blocks; want far fewer than one per block", made, blocks)
+	}
+}
+
+// addBlocks adds n blocks of size bytes, spread over 8 tables, and fails
+// unless the cache then holds them all.
+func addBlocks(tb testing.TB, c *Cache, n, size int) {
+	tb.Helper()
+	for i := 0; i < n; i++ {
+		k := Key{Table: uint64(i % 8), Offset: uint64(i) * 4096}
+		c.Add(k, c.Buffer(k, size))
+	}
+	if got := c.Stats().Blocks; got != n {
+		tb.Fatalf("cache holds %d blocks, want %d", got, n)
 	}
 }
