@@ -1,6 +1,6 @@
 // Command storaged serves the newest version of every database in a
 // source root of Hadoop SequenceFiles over HTTP. See the package
-// spangle/storaged/daemon and DESIGN.md.
+// spangle/storaged/daemon and docs/design.md.
 package main
 
 import (
