@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"spangle/routerd/config"
 	"spangle/routerd/server"
 	"spangle/shared/gcpace"
+	"spangle/shared/logging"
 )
 
 func main() {
@@ -29,16 +29,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "routerd:", err)
 		os.Exit(2)
 	}
-	level, err := zapcore.ParseLevel(cfg.LogLevel)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "routerd: log_level:", err)
-		os.Exit(2)
-	}
-	zc := zap.NewProductionConfig()
-	zc.Level = zap.NewAtomicLevelAt(level)
-	log, err := zc.Build()
+	log, err := logging.New(cfg.LogLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "routerd:", err)
+		if errors.Is(err, logging.ErrBadLevel) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 	defer log.Sync()

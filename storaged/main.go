@@ -1,6 +1,6 @@
 // Command storaged serves the newest version of every database in a
 // source root of Hadoop SequenceFiles over HTTP. See the package
-// spangle/storaged/daemon and DESIGN.md.
+// spangle/storaged/daemon and docs/design.md.
 package main
 
 import (
@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"spangle/shared/gcpace"
+	"spangle/shared/logging"
 	"spangle/storaged/config"
 	"spangle/storaged/daemon"
 )
@@ -30,12 +30,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "storaged:", err)
 		os.Exit(2)
 	}
-	level, _ := zapcore.ParseLevel(cfg.LogLevel)
-	zc := zap.NewProductionConfig()
-	zc.Level = zap.NewAtomicLevelAt(level)
-	log, err := zc.Build()
+	log, err := logging.New(cfg.LogLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "storaged:", err)
+		if errors.Is(err, logging.ErrBadLevel) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 	defer log.Sync()

@@ -21,10 +21,16 @@ import (
 )
 
 // Targets of issue 2 for loading 1M records.
+//
+// loadTargetSeconds is issue 2's absolute bound for 1M uncompressed
+// records. It is a target, not sequins' speed on this machine: built from
+// its own source and run side by side on this machine kind (issue 17),
+// sequins loaded the same 1M keys (8 uncompressed files, 100-byte values)
+// in 0.65 s (0.63-0.78) against storaged's 0.37 s.
 const (
-	loadRatioTarget = 2.0   // at most 2x decode-only
-	sequinsLoadBest = 1.8   // seconds, sequins on 1M uncompressed records
-	rssTargetMB     = 300.0 // MB, while loading and while serving 10M keys
+	loadRatioTarget   = 2.0   // at most 2x decode-only
+	loadTargetSeconds = 1.8   // seconds, 1M uncompressed records
+	rssTargetMB       = 300.0 // MB, while loading and while serving 10M keys
 )
 
 // errVersionFailed is returned when storaged puts the version in ERROR.
@@ -101,12 +107,12 @@ func (b *bench) loadSection(ctx context.Context, ds *dataset.Dataset) {
 	if len(loads) == 0 {
 		return
 	}
-	abs := report.Target{Kind: report.ValueBelow, Limit: sequinsLoadBest}
+	abs := report.Target{Kind: report.ValueBelow, Limit: loadTargetSeconds}
 	switch {
 	case ds.Options.Compression != 0:
-		abs.Skip = "sequins' 1.8-2.4 s is on uncompressed files"
+		abs.Skip = "the 1.8 s target is for uncompressed files"
 	case ds.Options.Keys != 1_000_000:
-		abs.Skip = "sequins' 1.8-2.4 s is for 1M records"
+		abs.Skip = "the 1.8 s target is for 1M records"
 	}
 	ratio := report.Target{Kind: report.RatioAtMost, Limit: loadRatioTarget}
 	if ds.Options.Keys < 1_000_000 {

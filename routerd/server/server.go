@@ -48,8 +48,8 @@ type Options struct {
 	Logger *zap.Logger
 }
 
-// Server answers the HTTP API of DESIGN.md from storaged replicas. It is
-// safe for concurrent use.
+// Server answers the HTTP API of docs/design.md from storaged replicas.
+// It is safe for concurrent use.
 type Server struct {
 	opts    Options
 	log     *zap.Logger

@@ -76,9 +76,9 @@ func newDecompressor(codec string) (decompressor, error) {
 func newCompressor(codec string) (compressor, error) {
 	switch codec {
 	case DefaultCodec:
-		return &zlibCompressor{}, nil
+		return newZlibCompressor(), nil
 	case GzipCodec:
-		return &gzipCompressor{}, nil
+		return newGzipCompressor(), nil
 	case SnappyCodec:
 		return snappyCompressor{}, nil
 	case ZStandardCodec:
@@ -318,35 +318,35 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type zlibCompressor struct {
-	out appendWriter
-	zw  *zlib.Writer
+// resettableWriter is what zlib.Writer and gzip.Writer have in common:
+// a compressing writer that can start a new stream on another output.
+type resettableWriter interface {
+	io.WriteCloser
+	Reset(w io.Writer)
 }
 
-func (c *zlibCompressor) compress(dst, src []byte) ([]byte, error) {
+// deflateCompressor writes one zlib (DefaultCodec) or gzip (GzipCodec)
+// stream per call. Both wrap deflate and differ only in their framing, so
+// one type serves both, given the constructor of its writer. The writer,
+// whose deflate state is large, is made once and reset for every stream.
+type deflateCompressor struct {
+	out       appendWriter
+	zw        resettableWriter
+	newWriter func(io.Writer) resettableWriter
+}
+
+func newZlibCompressor() *deflateCompressor {
+	return &deflateCompressor{newWriter: func(w io.Writer) resettableWriter { return zlib.NewWriter(w) }}
+}
+
+func newGzipCompressor() *deflateCompressor {
+	return &deflateCompressor{newWriter: func(w io.Writer) resettableWriter { return gzip.NewWriter(w) }}
+}
+
+func (c *deflateCompressor) compress(dst, src []byte) ([]byte, error) {
 	c.out.b = dst
 	if c.zw == nil {
-		c.zw = zlib.NewWriter(&c.out)
-	} else {
-		c.zw.Reset(&c.out)
-	}
-	if _, err := c.zw.Write(src); err != nil {
-		return dst, err
-	}
-	err := c.zw.Close()
-	dst, c.out.b = c.out.b, nil
-	return dst, err
-}
-
-type gzipCompressor struct {
-	out appendWriter
-	zw  *gzip.Writer
-}
-
-func (c *gzipCompressor) compress(dst, src []byte) ([]byte, error) {
-	c.out.b = dst
-	if c.zw == nil {
-		c.zw = gzip.NewWriter(&c.out)
+		c.zw = c.newWriter(&c.out)
 	} else {
 		c.zw.Reset(&c.out)
 	}

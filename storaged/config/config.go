@@ -100,7 +100,7 @@ type Sharding struct {
 	// hold the same partitions. Default the advertised address.
 	ShardID string `toml:"shard_id"`
 	// Assignment is the placement strategy of the cluster's leader:
-	// "sequins" (default; the ring of DESIGN.md) or "rendezvous"
+	// "sequins" (default; the ring of docs/design.md) or "rendezvous"
 	// (bounded-load highest-random-weight, which also rebalances onto a
 	// node that joins, moving only its share).
 	Assignment string `toml:"assignment"`

@@ -82,7 +82,7 @@ func TestRingAssignment(t *testing.T) {
 		}
 	}
 
-	// ZooKeeper itself holds exactly the layout of DESIGN.md.
+	// ZooKeeper itself holds exactly the layout of docs/design.md.
 	wantNodes := []string{}
 	for _, a := range shards {
 		wantNodes = append(wantNodes, topo.NodeName(a, a))

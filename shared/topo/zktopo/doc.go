@@ -1,7 +1,7 @@
 // Package zktopo is the ZooKeeper topo backend (github.com/go-zookeeper/zk)
-// with the znode layout of DESIGN.md: ephemeral nodes/<shard_id>@<addr>,
-// persistent partitions/<db>/<version> holding the JSON VersionInfo, and
-// ephemeral partitions/<db>/<version>/<partition>@<addr>.
+// with the znode layout of docs/design.md: ephemeral
+// nodes/<shard_id>@<addr>, persistent partitions/<db>/<version> holding the
+// JSON VersionInfo, and ephemeral partitions/<db>/<version>/<partition>@<addr>.
 //
 // As in the sequins design it does only two kinds of operation: it
 // publishes ephemeral znodes (creating persistent parents as needed), and

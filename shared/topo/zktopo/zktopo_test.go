@@ -94,8 +94,8 @@ func TestSuite(t *testing.T) {
 }
 
 // TestFootprint counts, on a server of its own, the watches and znodes
-// one storaged costs with 10 dbs of 64 partitions: the figure DESIGN.md
-// asks for.
+// one storaged costs with 10 dbs of 64 partitions: the figures of the
+// ZooKeeper layout in docs/design.md.
 func TestFootprint(t *testing.T) {
 	srv := zktest.Start(t)
 	c := open(t, srv.Addr())
