@@ -1,10 +1,6 @@
 package placement
 
-import (
-	"fmt"
-
-	"spangle/shared/hashring"
-)
+import "fmt"
 
 // Placement lists, for each partition, the distinct shard ids that should
 // hold a copy of it. It is the unit a leader decides and publishes; a
@@ -24,25 +20,6 @@ type Strategy interface {
 	Name() string
 	// Place returns the new placement; it never modifies prev.
 	Place(shards []string, partitions, replication int, prev Placement) Placement
-}
-
-// Sequins is the seed's round-robin deal (hashring.Holders). It ignores
-// prev, so it reshuffles most copies on any membership change; it is the
-// default because it is what sequins clusters already do.
-type Sequins struct{}
-
-// Name returns "sequins".
-func (Sequins) Name() string { return "sequins" }
-
-// Place returns hashring.Holders(shards, partitions, replication).
-func (Sequins) Place(shards []string, partitions, replication int, _ Placement) Placement {
-	if partitions <= 0 {
-		return Placement{}
-	}
-	if replication <= 0 {
-		return make(Placement, partitions)
-	}
-	return Placement(hashring.Holders(shards, partitions, replication))
 }
 
 // ByName returns the strategy a cluster config names, so config parsing

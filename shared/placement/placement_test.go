@@ -6,8 +6,6 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
-
-	"spangle/shared/hashring"
 )
 
 func TestByName(t *testing.T) {
@@ -27,7 +25,7 @@ func TestSequinsEqualsHolders(t *testing.T) {
 	for _, n := range []int{1, 7, 64} {
 		for _, r := range []int{1, 2, 3, 6} {
 			got := Sequins{}.Place(shards, n, r, Placement{{"zzz"}})
-			want := hashring.Holders(shards, n, r)
+			want := Holders(shards, n, r)
 			if !reflect.DeepEqual([][]string(got), want) {
 				t.Errorf("n=%d r=%d: Sequins = %v, want %v", n, r, got, want)
 			}
@@ -89,7 +87,7 @@ func TestScoreIsFixed(t *testing.T) {
 // MaxLoad.
 func checkValid(t *testing.T, what string, p Placement, shards []string, parts, r int) {
 	t.Helper()
-	ids := hashring.DistinctSorted(shards)
+	ids := DistinctSorted(shards)
 	if len(p) != parts {
 		t.Fatalf("%s: %d partitions, want %d", what, len(p), parts)
 	}

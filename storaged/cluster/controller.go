@@ -57,7 +57,7 @@ type Options struct {
 	// map changes; default DefaultPollInterval.
 	PollInterval time.Duration
 	// Strategy deals a version's partitions over the shard ids when no
-	// assignment covers it; nil is the sequins ring (hashring.Assign).
+	// assignment covers it; nil is the sequins ring (placement.Assign).
 	Strategy placement.Strategy
 	// Assigned returns the partitions of db/version (n of them) that the
 	// coordinator's assignment gives this node, and false when no

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 )
 
@@ -85,7 +85,7 @@ func (c *Controller) assign(m *topo.Map, db, version string, n int) []int {
 	shards := append(m.ShardIDs(), c.opts.Node.ShardID)
 	var ring []int
 	if c.opts.Strategy == nil {
-		ring = hashring.Assign(c.opts.Node.ShardID, shards, n, c.opts.Replication)
+		ring = placement.Assign(c.opts.Node.ShardID, shards, n, c.opts.Replication)
 	} else {
 		for p, hs := range c.opts.Strategy.Place(shards, n, c.opts.Replication, nil) {
 			if slices.Contains(hs, c.opts.Node.ShardID) {
