@@ -1,6 +1,9 @@
 package placement
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Placement lists, for each partition, the distinct shard ids that should
 // hold a copy of it. It is the unit a leader decides and publishes; a
@@ -33,6 +36,24 @@ func ByName(name string) (Strategy, error) {
 		return Rendezvous{}, nil
 	}
 	return nil, fmt.Errorf("placement: unknown assignment strategy %q (want sequins or rendezvous)", name)
+}
+
+// Held is a strategy's answer for one node: the partitions, ascending,
+// that shard id self holds when st places partitions × replication
+// copies over shards with no previous placement. A node deciding what to
+// load asks this; a nil st is the default, Sequins, whose answer for one
+// shard is Assign's.
+func Held(st Strategy, self string, shards []string, partitions, replication int) []int {
+	if st == nil {
+		return Assign(self, shards, partitions, replication)
+	}
+	var held []int
+	for p, hs := range st.Place(shards, partitions, replication, nil) {
+		if slices.Contains(hs, self) {
+			held = append(held, p)
+		}
+	}
+	return held
 }
 
 // Moves counts the copies next adds: for each partition, the holders in
