@@ -2,9 +2,10 @@ package placement
 
 import "sort"
 
-// Sequins is the seed's round-robin deal (Holders). It ignores
-// prev, so it reshuffles most copies on any membership change; it is the
-// default because it is what sequins clusters already do.
+// Sequins is the seed's round-robin deal: Assign gives one shard's
+// partitions, Holders every partition's shards. It ignores prev, so it
+// reshuffles most copies on any membership change; it is the default
+// because it is what sequins clusters already do.
 type Sequins struct{}
 
 // Name returns "sequins".

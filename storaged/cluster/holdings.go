@@ -27,9 +27,9 @@ func (c *Controller) holdings(ctx context.Context, m *topo.Map, db, version stri
 		}
 	}
 	shards := append(m.ShardIDs(), c.opts.Node.ShardID)
-	ring := placement.Held(c.opts.Strategy, c.opts.Node.ShardID, shards, n, c.opts.Replication)
-	held := make([]int, 0, len(ring))
-	for _, p := range ring {
+	dealt := placement.Held(c.opts.Strategy, c.opts.Node.ShardID, shards, n, c.opts.Replication)
+	held := make([]int, 0, len(dealt))
+	for _, p := range dealt {
 		if limit := c.opts.MaxReplication; limit > 0 {
 			others := 0
 			for _, addr := range m.Replicas(db, version, p) {
