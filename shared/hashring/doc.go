@@ -1,8 +1,9 @@
-// Package hashring maps keys to partitions and partitions to shard ids.
+// Package hashring maps keys to partitions: the partition of a key is
+// Java's String.hashCode over the key's bytes, as sequins computes it, so
+// Hadoop's default partitioner output is usually pre-sharded. Every part
+// of spangle (storaged's loader, routerd, the xds Lua filter's tests) must
+// agree on it byte for byte, which is why it lives alone here.
 //
-// Two rules live here because every part of spangle must agree on them
-// byte for byte: the partition of a key (Java's String.hashCode over the
-// key's bytes, as sequins does, so Hadoop's default partitioner output is
-// usually pre-sharded) and the seed's round-robin assignment of partition
-// copies to the sorted distinct shard ids.
+// Which shard ids hold which partition is not decided here but in
+// shared/placement.
 package hashring

@@ -2,8 +2,7 @@ package placement
 
 import (
 	"fmt"
-
-	"spangle/shared/hashring"
+	"slices"
 )
 
 // Placement lists, for each partition, the distinct shard ids that should
@@ -26,25 +25,6 @@ type Strategy interface {
 	Place(shards []string, partitions, replication int, prev Placement) Placement
 }
 
-// Sequins is the seed's round-robin deal (hashring.Holders). It ignores
-// prev, so it reshuffles most copies on any membership change; it is the
-// default because it is what sequins clusters already do.
-type Sequins struct{}
-
-// Name returns "sequins".
-func (Sequins) Name() string { return "sequins" }
-
-// Place returns hashring.Holders(shards, partitions, replication).
-func (Sequins) Place(shards []string, partitions, replication int, _ Placement) Placement {
-	if partitions <= 0 {
-		return Placement{}
-	}
-	if replication <= 0 {
-		return make(Placement, partitions)
-	}
-	return Placement(hashring.Holders(shards, partitions, replication))
-}
-
 // ByName returns the strategy a cluster config names, so config parsing
 // rejects an unknown name before any node starts deciding with it. The
 // empty name is the default, sequins.
@@ -56,6 +36,24 @@ func ByName(name string) (Strategy, error) {
 		return Rendezvous{}, nil
 	}
 	return nil, fmt.Errorf("placement: unknown assignment strategy %q (want sequins or rendezvous)", name)
+}
+
+// Held is a strategy's answer for one node: the partitions, ascending,
+// that shard id self holds when st places partitions × replication
+// copies over shards with no previous placement. A node deciding what to
+// load asks this; a nil st is the default, Sequins, whose answer for one
+// shard is Assign's.
+func Held(st Strategy, self string, shards []string, partitions, replication int) []int {
+	if st == nil {
+		return Assign(self, shards, partitions, replication)
+	}
+	var held []int
+	for p, hs := range st.Place(shards, partitions, replication, nil) {
+		if slices.Contains(hs, self) {
+			held = append(held, p)
+		}
+	}
+	return held
 }
 
 // Moves counts the copies next adds: for each partition, the holders in

@@ -6,8 +6,6 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
-
-	"spangle/shared/hashring"
 )
 
 func TestByName(t *testing.T) {
@@ -27,9 +25,41 @@ func TestSequinsEqualsHolders(t *testing.T) {
 	for _, n := range []int{1, 7, 64} {
 		for _, r := range []int{1, 2, 3, 6} {
 			got := Sequins{}.Place(shards, n, r, Placement{{"zzz"}})
-			want := hashring.Holders(shards, n, r)
+			want := Holders(shards, n, r)
 			if !reflect.DeepEqual([][]string(got), want) {
 				t.Errorf("n=%d r=%d: Sequins = %v, want %v", n, r, got, want)
+			}
+		}
+	}
+}
+
+// Held gives each shard its partitions of the strategy's placement, and
+// with no strategy the sequins deal, Assign.
+func TestHeld(t *testing.T) {
+	shards := []string{"c", "a", "b", "a", "d"}
+	for _, st := range []Strategy{nil, Sequins{}, Rendezvous{}} {
+		for _, n := range []int{1, 7, 64} {
+			for _, r := range []int{1, 2, 3, 6} {
+				pl := Holders(shards, n, r)
+				if st != nil {
+					pl = st.Place(shards, n, r, nil)
+				}
+				for _, self := range append(shards, "zzz") {
+					var want []int
+					for p, hs := range pl {
+						if contains(hs, self) {
+							want = append(want, p)
+						}
+					}
+					if got := Held(st, self, shards, n, r); !reflect.DeepEqual(got, want) {
+						t.Errorf("%v n=%d r=%d: Held(%s) = %v, want %v", st, n, r, self, got, want)
+					}
+					if st == nil || st.Name() == "sequins" {
+						if got, assign := Held(st, self, shards, n, r), Assign(self, shards, n, r); !reflect.DeepEqual(got, assign) {
+							t.Errorf("%v n=%d r=%d: Held(%s) = %v, Assign = %v", st, n, r, self, got, assign)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -89,7 +119,7 @@ func TestScoreIsFixed(t *testing.T) {
 // MaxLoad.
 func checkValid(t *testing.T, what string, p Placement, shards []string, parts, r int) {
 	t.Helper()
-	ids := hashring.DistinctSorted(shards)
+	ids := DistinctSorted(shards)
 	if len(p) != parts {
 		t.Fatalf("%s: %d partitions, want %d", what, len(p), parts)
 	}

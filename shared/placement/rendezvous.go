@@ -1,10 +1,6 @@
 package placement
 
-import (
-	"sort"
-
-	"spangle/shared/hashring"
-)
+import "sort"
 
 // Rendezvous is highest-random-weight hashing with bounded load. Each
 // partition ranks the live shard ids by Score and prefers its top
@@ -85,7 +81,7 @@ func (Rendezvous) Place(shards []string, partitions, replication int, prev Place
 	if partitions <= 0 {
 		return Placement{}
 	}
-	ids := hashring.DistinctSorted(shards)
+	ids := DistinctSorted(shards)
 	if len(ids) == 0 || replication <= 0 {
 		return make(Placement, partitions)
 	}

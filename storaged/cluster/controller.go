@@ -40,14 +40,14 @@ type Options struct {
 	// Node is this node as it registers itself: ID, ShardID and Addr are
 	// required.
 	Node topo.Node
-	// Replication is how many copies of each partition the ring deals;
-	// default DefaultReplication.
+	// Replication is how many copies of each partition the strategy
+	// places; default DefaultReplication.
 	Replication int
 	// MinReplication is how many live replicas every partition needs
 	// before clients are switched to a version; default 1.
 	MinReplication int
-	// MaxReplication skips a partition the ring gives this node when it
-	// already has that many live replicas; 0 means no limit.
+	// MaxReplication skips a partition the strategy gives this node when
+	// it already has that many live replicas; 0 means no limit.
 	MaxReplication int
 	// TimeToConverge is how long the node list must stay unchanged before
 	// the node decides which partitions it holds; 0 decides as soon as
@@ -57,12 +57,13 @@ type Options struct {
 	// map changes; default DefaultPollInterval.
 	PollInterval time.Duration
 	// Strategy deals a version's partitions over the shard ids when no
-	// assignment covers it; nil is the sequins ring (hashring.Assign).
+	// assignment covers it (see holdings); nil is the sequins ring
+	// (placement.Assign).
 	Strategy placement.Strategy
 	// Assigned returns the partitions of db/version (n of them) that the
 	// coordinator's assignment gives this node, and false when no
-	// assignment covers the version (the ring decides then). nil: the
-	// ring always decides.
+	// assignment covers the version (the strategy decides then). nil: the
+	// strategy always decides.
 	Assigned func(ctx context.Context, db, version string, n int) ([]int, bool)
 	// Log defaults to no logging.
 	Log *zap.Logger

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/shared/topo/memtopo"
 	"spangle/storaged/versions"
@@ -148,7 +148,7 @@ func TestAssignmentFollowsTheRing(t *testing.T) {
 	copies := make([]int, 8)
 	for _, m := range ms {
 		got := m.held(t, "db", "v1", 8)
-		want := hashring.Assign(m.addr, shardsOf(ms), 8, 2)
+		want := placement.Assign(m.addr, shardsOf(ms), 8, 2)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s holds %v, ring says %v", m.addr, got, want)
 		}
@@ -181,7 +181,7 @@ func TestDecisionWaitsForAStableNodeList(t *testing.T) {
 	if waited := time.Since(start); waited < ttc+ttc/4 {
 		t.Errorf("decided after %v, before the node list was stable for %v", waited, ttc)
 	}
-	if want := hashring.Assign(a.addr, []string{a.addr, b.addr}, 8, 2); !reflect.DeepEqual(held, want) {
+	if want := placement.Assign(a.addr, []string{a.addr, b.addr}, 8, 2); !reflect.DeepEqual(held, want) {
 		t.Errorf("decided %v without the second node; want %v", held, want)
 	}
 }
@@ -195,10 +195,10 @@ func TestSharedShardIDsHoldTheSame(t *testing.T) {
 	if !reflect.DeepEqual(h1, h2) {
 		t.Fatalf("nodes sharing shard id a hold %v and %v", h1, h2)
 	}
-	if want := hashring.Assign("a", []string{"a", "b"}, 8, 2); !reflect.DeepEqual(h1, want) {
+	if want := placement.Assign("a", []string{"a", "b"}, 8, 2); !reflect.DeepEqual(h1, want) {
 		t.Fatalf("shard a holds %v, want %v", h1, want)
 	}
-	if want := hashring.Assign("b", []string{"a", "b"}, 8, 2); !reflect.DeepEqual(hb, want) {
+	if want := placement.Assign("b", []string{"a", "b"}, 8, 2); !reflect.DeepEqual(hb, want) {
 		t.Fatalf("shard b holds %v, want %v", hb, want)
 	}
 }
@@ -260,7 +260,7 @@ func TestMaxReplicationSkipsFullPartitions(t *testing.T) {
 	waitUntil(t, "v1 complete", func() bool { return ms[0].act.active("db", "v1") })
 	// Free one replica of a partition the ring deals the newcomer.
 	newAddr := "10.0.0.4:1"
-	ring := hashring.Assign(newAddr, append(shardsOf(ms), newAddr), 8, 2)
+	ring := placement.Assign(newAddr, append(shardsOf(ms), newAddr), 8, 2)
 	if len(ring) == 0 {
 		t.Fatal("the ring deals the newcomer nothing")
 	}
@@ -325,7 +325,7 @@ func TestOutageAdoptsNothingAndCatchesUp(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if want := hashring.Assign(m.addr, shardsOf(ms), 8, 2); !reflect.DeepEqual(r.held, want) {
+		if want := placement.Assign(m.addr, shardsOf(ms), 8, 2); !reflect.DeepEqual(r.held, want) {
 			t.Fatalf("%s holds %v of v2, want %v", m.addr, r.held, want)
 		}
 		m.ready("db", "v2", r.held, 8)
@@ -368,7 +368,7 @@ func TestSessionExpiryRepublishes(t *testing.T) {
 		return n == 16
 	})
 	// And the node decides new versions again.
-	if got := victim.held(t, "db", "v2", 8); !reflect.DeepEqual(got, hashring.Assign(victim.addr, shardsOf(ms), 8, 2)) {
+	if got := victim.held(t, "db", "v2", 8); !reflect.DeepEqual(got, placement.Assign(victim.addr, shardsOf(ms), 8, 2)) {
 		t.Fatalf("after expiry the node holds %v of v2", got)
 	}
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
-	"spangle/shared/hashring"
 	"spangle/shared/topo"
 )
 
@@ -19,7 +17,7 @@ const retryUnavailable = 200 * time.Millisecond
 
 // held is Hooks.Held: it waits until the node list has converged with a
 // live session, records the version's partition count in the cluster
-// (the first node's count wins), and deals the partitions.
+// (the first node's count wins), and decides the partitions (holdings).
 func (c *Controller) held(ctx context.Context, db, version string, n int) ([]int, error) {
 	k := vkey{db, version}
 	c.mu.Lock()
@@ -65,50 +63,11 @@ func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]i
 		if info.NumPartitions != n {
 			return nil, fmt.Errorf("%w: %s/%s has %d files here, %d in the cluster", ErrPartitionCount, db, version, n, info.NumPartitions)
 		}
-		held := c.assign(c.opts.Conn.Map(), db, version, n)
-		if c.opts.Assigned != nil {
-			// The leader's assignment, when there is one, overrides the ring.
-			if a, ok := c.opts.Assigned(ctx, db, version, n); ok {
-				held = a
-			}
-		}
+		held := c.holdings(ctx, c.opts.Conn.Map(), db, version, n)
 		c.log.Info("partitions decided", zap.String("db", db), zap.String("version", version),
 			zap.Int("partitions", n), zap.Ints("held", held))
 		return held, nil
 	}
-}
-
-// assign deals n partitions over the live shard ids (this node's always
-// among them) and drops those already at MaxReplication live replicas
-// elsewhere.
-func (c *Controller) assign(m *topo.Map, db, version string, n int) []int {
-	shards := append(m.ShardIDs(), c.opts.Node.ShardID)
-	var ring []int
-	if c.opts.Strategy == nil {
-		ring = hashring.Assign(c.opts.Node.ShardID, shards, n, c.opts.Replication)
-	} else {
-		for p, hs := range c.opts.Strategy.Place(shards, n, c.opts.Replication, nil) {
-			if slices.Contains(hs, c.opts.Node.ShardID) {
-				ring = append(ring, p)
-			}
-		}
-	}
-	held := make([]int, 0, len(ring))
-	for _, p := range ring {
-		if limit := c.opts.MaxReplication; limit > 0 {
-			others := 0
-			for _, addr := range m.Replicas(db, version, p) {
-				if addr != c.opts.Node.Addr {
-					others++
-				}
-			}
-			if others >= limit {
-				continue
-			}
-		}
-		held = append(held, p)
-	}
-	return held
 }
 
 // waitConverged blocks until the controller is converged or ctx ends.

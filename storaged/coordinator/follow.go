@@ -210,8 +210,9 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, p
 
 // AssignedTo returns the partitions of db/version (n of them) that the
 // assignment gives shard, and false when no assignment covers the
-// version or it cannot be read now (the ring decides then). It is what
-// storaged's cluster controller asks when it loads a version.
+// version or it cannot be read now (the placement strategy decides
+// then). It is what storaged's cluster controller asks first when it
+// decides the partitions of a version it loads (cluster's holdings).
 func AssignedTo(ctx context.Context, conn topo.Conn, coord topo.Coordination, shard, db, version string, n int) ([]int, bool) {
 	as, err := coord.Assignments(ctx)
 	if err != nil {

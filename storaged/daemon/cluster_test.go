@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/seqfile"
 	"spangle/shared/topo/memtopo"
 	"spangle/shared/wire"
@@ -73,7 +74,7 @@ func TestClusterModeInProcess(t *testing.T) {
 	}
 	for _, d := range ds {
 		st := statusOf(t, d.Addr)
-		want := hashring.Assign(d.Addr, shards, 6, 2)
+		want := placement.Assign(d.Addr, shards, 6, 2)
 		if got := st.DBs["db"].Versions["v1"].Partitions; st.Mode != "cluster" || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: mode %q holds %v, want %v", d.Addr, st.Mode, got, want)
 		}

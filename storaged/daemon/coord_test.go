@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/seqfile"
 	"spangle/shared/topo"
 	"spangle/shared/topo/memtopo"
@@ -87,7 +88,7 @@ func TestCoordinationInProcess(t *testing.T) {
 
 	// ELECT: the same leader and ring version everywhere, index 0 as the
 	// ring deals it, and each node's own state of the partition.
-	holders := hashring.Holders(shards, 6, 2)
+	holders := placement.Holders(shards, 6, 2)
 	var ring int64
 	for i, d := range ds {
 		resp, err := http.Get("http://" + d.Addr + "/_elect/db/v1/0")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/shared/zktest"
 )
@@ -44,14 +44,14 @@ func addVersionWhenRegistered(t *testing.T, zks *zktest.Server, root, version st
 func TestRingAssignment(t *testing.T) {
 	zks, _, nodes := startCluster(t)
 	shards := addrs(nodes...)
-	holders := hashring.Holders(shards, testParts, testRepl)
+	holders := placement.Holders(shards, testParts, testRepl)
 
 	for _, n := range nodes {
 		st, err := n.status()
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := hashring.Assign(n.addr, shards, testParts, testRepl)
+		want := placement.Assign(n.addr, shards, testParts, testRepl)
 		if got := st.DBs[testDB].Versions["v1"].Partitions; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s holds %v, the ring dealt it %v", n.addr, got, want)
 		}
@@ -157,7 +157,7 @@ func TestNodeDeath(t *testing.T) {
 
 	for _, n := range nodes[:2] {
 		held := map[int]bool{}
-		for _, p := range hashring.Assign(n.addr, shards, testParts, testRepl) {
+		for _, p := range placement.Assign(n.addr, shards, testParts, testRepl) {
 			held[p] = true
 		}
 		for i := 0; i < testKeys; i++ {

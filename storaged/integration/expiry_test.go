@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/shared/zktest"
 )
@@ -23,7 +23,7 @@ func TestSessionExpiry(t *testing.T) {
 	addVersionWhenRegistered(t, zks, root, "v1", nodes)
 	cut := nodes[2]
 	pid := cut.PID()
-	held := hashring.Assign(cut.addr, addrs(nodes...), testParts, testRepl)
+	held := placement.Assign(cut.addr, addrs(nodes...), testParts, testRepl)
 	entry := topo.NodeName(cut.addr, cut.addr)
 	registered := func() bool {
 		for _, k := range zkChildren(t, zks.Addr(), testPaths.Nodes()) {

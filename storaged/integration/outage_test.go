@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -28,7 +28,7 @@ func (r *readLoop) run(ctx context.Context, nodes []*node) {
 	for _, n := range nodes {
 		byAddr[n.addr] = n
 	}
-	holders := hashring.Holders(addrs(nodes...), testParts, testRepl)
+	holders := placement.Holders(addrs(nodes...), testParts, testRepl)
 	for round := 0; ctx.Err() == nil; round++ {
 		for i := 0; i < testKeys && ctx.Err() == nil; i += 7 {
 			hs := holders[partitionOf(i)]
@@ -107,7 +107,7 @@ func TestZooKeeperOutage(t *testing.T) {
 		if !n.Running() || n.PID() != pids[n] {
 			t.Fatalf("%s was restarted", n.addr)
 		}
-		if got, want := len(replicaEntries(t, zks.Addr(), "v2", n.addr)), len(hashring.Assign(n.addr, addrs(nodes...), testParts, testRepl)); got != want {
+		if got, want := len(replicaEntries(t, zks.Addr(), "v2", n.addr)), len(placement.Assign(n.addr, addrs(nodes...), testParts, testRepl)); got != want {
 			t.Errorf("%s has %d v2 replica znodes, want %d", n.addr, got, want)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	luav3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/lua/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
-	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/xds/luafilter"
 	"spangle/xds/snapshot"
@@ -33,7 +33,7 @@ func clusterMap(nodes []string, dead map[string]bool, versions ...testVersion) *
 	}
 	for _, v := range versions {
 		b.AddVersion(v.db, v.version, topo.VersionInfo{NumPartitions: v.n})
-		for p, holders := range hashring.Holders(nodes, v.n, 2) {
+		for p, holders := range placement.Holders(nodes, v.n, 2) {
 			for _, h := range holders {
 				if !dead[h] {
 					b.AddReplica(v.db, v.version, p, h)

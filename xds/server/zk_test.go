@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"spangle/shared/hashring"
+	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/shared/topo/zktopo"
 	"spangle/shared/zktest"
@@ -36,7 +36,7 @@ func registerNode(ctx context.Context, t *testing.T, server, addr string, versio
 		if _, err := c.PublishVersion(ctx, v.db, v.version, topo.VersionInfo{NumPartitions: v.n}); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range hashring.Assign(addr, nodes, v.n, 2) {
+		for _, p := range placement.Assign(addr, nodes, v.n, 2) {
 			if err := c.PublishPartition(ctx, v.db, v.version, p, addr); err != nil {
 				t.Fatal(err)
 			}

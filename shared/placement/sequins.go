@@ -1,6 +1,26 @@
-package hashring
+package placement
 
 import "sort"
+
+// Sequins is the seed's round-robin deal: Assign gives one shard's
+// partitions, Holders every partition's shards. It ignores prev, so it
+// reshuffles most copies on any membership change; it is the default
+// because it is what sequins clusters already do.
+type Sequins struct{}
+
+// Name returns "sequins".
+func (Sequins) Name() string { return "sequins" }
+
+// Place returns Holders(shards, partitions, replication).
+func (Sequins) Place(shards []string, partitions, replication int, _ Placement) Placement {
+	if partitions <= 0 {
+		return Placement{}
+	}
+	if replication <= 0 {
+		return make(Placement, partitions)
+	}
+	return Placement(Holders(shards, partitions, replication))
+}
 
 // Assign returns, for the shard id self, the partitions it holds under the
 // seed's round-robin rule: the list of partitions 0..n-1, each repeated
@@ -58,13 +78,4 @@ func DistinctSorted(ids []string) []string {
 		}
 	}
 	return out[:w]
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
