@@ -138,10 +138,17 @@ type VersionStatus struct {
 	// Activated is when this node last made the version the one served
 	// to requests that pin none; zero until then.
 	Activated time.Time `json:"activated,omitzero"`
+	// CorruptPartitions are held partitions found with a corrupt block
+	// and being rebuilt; their other blocks still answer.
+	CorruptPartitions []int `json:"corrupt_partitions,omitempty"`
 }
 
 // Health is one entry of GET /healthz: {"<db>": {"<version>": Health}}.
 type Health struct {
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
+	// CorruptPartitions (storaged) are partitions of the version found
+	// with a corrupt block on this node and being rebuilt, as on the
+	// status page.
+	CorruptPartitions []int `json:"corrupt_partitions,omitempty"`
 }

@@ -30,6 +30,9 @@ const (
 	DefaultBloomBits        = 10
 	DefaultSpillSize        = 128 << 20
 	DefaultGCHeadroom       = 32 << 20
+	// DefaultScrubRate (MB/s) reads a reused local store back in minutes
+	// per 10 GB while leaving most of a disk to lookups and loads.
+	DefaultScrubRate = 50
 )
 
 // Config is everything storaged is told.
@@ -65,6 +68,10 @@ type Config struct {
 	// allows; see package gcpace); 0 leaves Go's default. Ignored when the
 	// GOGC environment variable is set.
 	GCHeadroom int64 `toml:"gc_headroom"`
+	// ScrubRate bounds, in MB/s (10^6 bytes) over the node, how fast the
+	// versions reused from the local store after a restart are read back
+	// and their checksums checked in the background; 0 turns it off.
+	ScrubRate float64 `toml:"scrub_rate"`
 
 	Sharding Sharding `toml:"sharding"`
 	ZK       ZK       `toml:"zk"`
@@ -167,6 +174,7 @@ func Default() Config {
 		VersionRetention: DefaultVersionRetention,
 		LogLevel:         "info",
 		GCHeadroom:       DefaultGCHeadroom,
+		ScrubRate:        DefaultScrubRate,
 		Sharding: Sharding{
 			Replication: DefaultReplication, MinReplication: 1,
 			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
@@ -226,6 +234,7 @@ func (c *Config) Validate() error {
 	check(c.MaxInflight < 0, "max_inflight", "must not be negative")
 	check(c.TestDelay < 0, "test_delay", "must not be negative")
 	check(c.GCHeadroom < 0, "gc_headroom", "must not be negative (0 leaves Go's default)")
+	check(!(c.ScrubRate >= 0), "scrub_rate", "must not be negative (0 turns the scrub off)")
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

@@ -22,6 +22,7 @@ max_parallel_loads = 3
 version_retention = "1m"
 max_inflight = 100
 gc_headroom = 33554432
+scrub_rate = 2.5
 
 [sharding]
 enabled = true
@@ -51,7 +52,7 @@ compression = "snappy"
 	}
 	if c.RefreshPeriod != 30*time.Second || !c.RequireSuccessFile || c.Sharding.Replication != 3 ||
 		len(c.ZK.Servers) != 2 || c.LevelDB.Compression != "snappy" || c.VersionRetention != time.Minute ||
-		c.GCHeadroom != 32<<20 {
+		c.GCHeadroom != 32<<20 || c.ScrubRate != 2.5 {
 		t.Fatalf("decoded %+v", c)
 	}
 }
@@ -68,6 +69,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		`source = "/x"` + "\n[leveldb]\ncompression = \"lz4\"": "leveldb.compression",
 		`source = "/x"` + "\nmax_inflight = -2":                "max_inflight",
 		`source = "/x"` + "\ngc_headroom = -1":                 "gc_headroom",
+		`source = "/x"` + "\nscrub_rate = -1":                  "scrub_rate",
 		`bind = "127.0.0.1:1"`:                                 "source",
 	}
 	for in, key := range cases {

@@ -144,7 +144,8 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			Build: store.BuildOptions{BlockSize: l.BlockSize, BloomBitsPerKey: bloomBits(l.BloomBitsPerKey),
 				Snappy: l.Compression == "snappy", NoSync: l.NoSync},
 		},
-		Cache: store.CacheOptions{Blocks: blocks},
+		Cache:  store.CacheOptions{Blocks: blocks},
+		Repair: versions.RepairOptions{ScrubRate: cfg.ScrubRate * 1e6},
 	}
 	sopts := server.Options{
 		Log: log, Registry: reg, ContentType: cfg.ContentType,
@@ -156,6 +157,8 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	}
 	if coord != nil {
 		sopts.Coordination = coord.WireStatus
+		// Peers serve partition copies when they run a coordinator.
+		vopts.Hooks.CopyPartition = peerCopier(conn, node.Addr, &http.Client{}, log.Named("repair"))
 	}
 	mgr, err := versions.New(vopts)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/topo"
 	"spangle/storaged/coordinator"
 	"spangle/storaged/transfer"
 	"spangle/storaged/versions"
@@ -27,24 +28,45 @@ func (h *holder) Held(db, version string) []int { return h.mgr.HeldPartitions(db
 
 func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []string) error {
 	err := h.mgr.AddPartition(ctx, db, version, p, func(ctx context.Context, dir string) error {
-		for _, peer := range peers {
-			err := transfer.Fetch(ctx, h.client, peer, db, version, p, dir)
-			if err == nil {
-				return nil
-			}
-			h.log.Info("copying a partition from a peer failed; trying the next", zap.String("peer", peer),
-				zap.String("db", db), zap.String("version", version), zap.Int("partition", p), zap.Error(err))
-			os.RemoveAll(dir)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
-		return errors.New("daemon: no peer could give the partition")
+		return copyFromPeers(ctx, h.client, h.log, peers, db, version, p, dir)
 	})
 	if errors.Is(err, versions.ErrVersionNotHeld) {
 		return fmt.Errorf("%w: %w", coordinator.ErrNotServable, err)
 	}
 	return err
+}
+
+// copyFromPeers copies partition p of db/version into dir from the first
+// of peers that gives it.
+func copyFromPeers(ctx context.Context, client *http.Client, log *zap.Logger, peers []string, db, version string, p int, dir string) error {
+	for _, peer := range peers {
+		err := transfer.Fetch(ctx, client, peer, db, version, p, dir)
+		if err == nil {
+			return nil
+		}
+		log.Info("copying a partition from a peer failed; trying the next", zap.String("peer", peer),
+			zap.String("db", db), zap.String("version", version), zap.Int("partition", p), zap.Error(err))
+		os.RemoveAll(dir)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return errors.New("daemon: no peer could give the partition")
+}
+
+// peerCopier is the version manager's Hooks.CopyPartition in cluster
+// mode: a corrupt partition is copied from the other replicas the
+// cluster map lists.
+func peerCopier(conn topo.Conn, self string, client *http.Client, log *zap.Logger) func(ctx context.Context, db, version string, p int, dir string) error {
+	return func(ctx context.Context, db, version string, p int, dir string) error {
+		var peers []string
+		for _, addr := range conn.Map().Replicas(db, version, p) {
+			if addr != self {
+				peers = append(peers, addr)
+			}
+		}
+		return copyFromPeers(ctx, client, log, peers, db, version, p, dir)
+	}
 }
 
 func (h *holder) Drop(ctx context.Context, db, version string, p int) error {

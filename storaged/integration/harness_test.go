@@ -34,7 +34,8 @@ const (
 // node is one real storaged process in cluster mode.
 type node struct {
 	*proctest.Process
-	addr string
+	addr  string
+	store string // its local store
 }
 
 // startNode runs storaged in cluster mode against ZooKeeper at zkAddr on
@@ -43,13 +44,14 @@ type node struct {
 func startNode(t testing.TB, zkAddr, source string, extra ...string) *node {
 	t.Helper()
 	addr := proctest.FreeAddr(t)
+	store := t.TempDir()
 	args := append([]string{
-		"--source", source, "--local-store", t.TempDir(), "--bind", addr,
+		"--source", source, "--local-store", store, "--bind", addr,
 		"--zk", zkAddr, "--cluster", testCluster, "--advertise", addr,
 		"--time-to-converge", testConverge, "--zk-session-timeout", testSessionTimeout.String(),
 		"--version-retention", testRetention,
 	}, extra...)
-	return &node{Process: proctest.Start(t, storagedBin, args...), addr: addr}
+	return &node{Process: proctest.Start(t, storagedBin, args...), addr: addr, store: store}
 }
 
 // refresh makes the node re-scan its source (SIGHUP).

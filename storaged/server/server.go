@@ -200,6 +200,13 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 		return httpError(w, r, http.StatusNotFound, "key not found")
 	case errors.Is(err, versions.ErrPartitionNotHeld):
 		return httpError(w, r, http.StatusMisdirectedRequest, "partition not held by this node")
+	case errors.Is(err, versions.ErrPartitionCorrupt):
+		// Not this node's fault for good, nor the key's: another replica
+		// answers it (routerd tries one at once), and so does this node
+		// once the partition is rebuilt.
+		s.log.Debug("lookup read a corrupt block", zap.String("db", db), zap.String("version", v.Name), zap.Error(err))
+		w.Header()["Retry-After"] = s.retryAfter
+		return httpError(w, r, http.StatusServiceUnavailable, "partition corrupt on this node; being rebuilt")
 	default:
 		s.log.Error("lookup failed", zap.String("db", db), zap.String("version", v.Name), zap.Error(err))
 		return httpError(w, r, http.StatusInternalServerError, "lookup failed")

@@ -249,7 +249,10 @@ func (t *sstable) readBlock(bh blockHandle) ([]byte, error) {
 	buf := t.blocks.Buffer(ck, int(bh.size+blockTrailerLen))
 	if _, err := t.f.ReadAt(buf, int64(bh.offset)); err != nil {
 		t.blocks.Discard(ck, buf)
-		return nil, fmt.Errorf("store: reading %s at offset %d: %w", t.name, bh.offset, err)
+		// The file never changes: a block that cannot be read back (an
+		// I/O error of a bad disk, a file cut short) is as bad as one
+		// whose checksum fails.
+		return nil, t.corrupt(bh.offset, "reading %d bytes: %v", len(buf), err)
 	}
 	n := bh.size
 	if got, want := crc32.Checksum(buf[:n+1], castagnoli), unmaskCRC(binary.LittleEndian.Uint32(buf[n+1:])); got != want {

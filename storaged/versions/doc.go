@@ -13,4 +13,8 @@
 // The request path (Manager.Acquire, Version.Get) takes no lock: it reads
 // an immutable snapshot through an atomic pointer, and a version's
 // reference count keeps its databases open while a request uses them.
+//
+// A partition whose block fails its checksum, found by a lookup or by the
+// scrub of a version reused after a restart, is rebuilt in the background
+// and swapped in the same way, by one snapshot swap (repair.go, scrub.go).
 package versions

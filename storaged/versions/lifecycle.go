@@ -122,6 +122,8 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	m.mu.Unlock()
 	if pending != nil {
 		m.makeDurable(db, vs, pending)
+	} else {
+		m.afterReuse(db, vs)
 	}
 }
 
@@ -237,7 +239,7 @@ func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*
 		}
 		return nil, err
 	}
-	return newVersion(db, name, n, created, parts), nil
+	return newVersion(db, name, n, created, parts, m.rep.reports), nil
 }
 
 // removeVersionLocked stops serving a loaded version and deletes it, in

@@ -41,6 +41,10 @@ type Hooks struct {
 	// BeforeRemove is called before a loaded version stops answering and
 	// is deleted, with the partitions it held.
 	BeforeRemove func(db, version string, partitions []int)
+	// CopyPartition copies partition p of db/version from a peer that
+	// serves it into dir, which it creates, to rebuild a corrupt one. nil,
+	// or an error, rebuilds it from the source.
+	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
 }
 
 // Options configures a Manager. Zero values select the defaults noted.
@@ -63,6 +67,8 @@ type Options struct {
 	// Cache bounds each open partition's memory.
 	Cache store.CacheOptions
 	Hooks Hooks
+	// Repair tunes the scrub and the rebuild of corrupt partitions.
+	Repair RepairOptions
 	// Now defaults to time.Now (tests move time).
 	Now func() time.Time
 }
@@ -108,6 +114,7 @@ type Manager struct {
 	opts    Options
 	log     *zap.Logger
 	metrics *metrics
+	rep     *repairs
 	view    atomic.Pointer[view]
 	refresh chan struct{}
 	limit   chan struct{}
@@ -144,6 +151,7 @@ func New(opts Options) (*Manager, error) {
 		limit:   make(chan struct{}, opts.MaxParallelLoads),
 	}
 	m.metrics = newMetrics(opts.Registerer)
+	m.rep = newRepairs(opts.Repair, opts.Registerer)
 	m.view.Store(&view{})
 	return m, nil
 }
@@ -163,6 +171,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.runRepairs(ctx)
+	}()
 	m.Scan(ctx)
 	var tick <-chan time.Time
 	if m.opts.RefreshPeriod > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/source"
 	"spangle/storaged/loader"
 	"spangle/storaged/store"
 )
@@ -44,11 +45,12 @@ func (m *Manager) HeldPartitions(db, version string) []int {
 
 // PartitionDir returns the directory of partition p of db/version when
 // this node serves it: its files are immutable, so a peer may copy them.
+// A partition found corrupt is not offered until it is rebuilt.
 func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vs := m.servableLocked(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil {
+	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil || m.rep.bad[vs][p] != nil {
 		return "", false
 	}
 	return m.opts.Store.PartitionDir(db, version, p), true
@@ -80,30 +82,9 @@ func (m *Manager) AddPartition(ctx context.Context, db, version string, p int, f
 	m.mu.Unlock()
 
 	dir := m.opts.Store.PartitionDir(db, version, p)
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("versions: %w", err)
-	}
-	from := "peer"
-	if fill == nil || fill(ctx, dir) != nil {
-		from = "source"
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("versions: %w", err)
-		}
-		lopts := m.opts.Loader
-		lopts.Limit = m.limit
-		lopts.Log = m.log
-		res, err := loader.Load(ctx, loader.Request{
-			Source: m.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
-			Dir: func(int) string { return dir },
-		}, lopts)
-		if err == nil {
-			// The manifest will list it: on disk first.
-			err = res.Sync()
-		}
-		if err != nil {
-			os.RemoveAll(dir)
-			return fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
-		}
+	from, err := m.fillPartition(ctx, db, version, files, p, dir, fill)
+	if err != nil {
+		return err
 	}
 	part, err := store.OpenPartition(dir, m.opts.Cache)
 	if err != nil {
@@ -132,6 +113,52 @@ func (m *Manager) AddPartition(ctx context.Context, db, version string, p int, f
 	}
 	return nil
 }
+
+// fillPartition writes partition p of db/version into dir, emptied
+// first: a copy by fill (from a peer), checked block by block, since the
+// peer's disk may have rotted too; else, when fill is nil or fails, a
+// build from the source, synced. It returns where the partition came
+// from, "peer" or "source".
+func (m *Manager) fillPartition(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("versions: %w", err)
+	}
+	if fill != nil {
+		err := fill(ctx, dir)
+		if err == nil {
+			if err = store.VerifyPartition(ctx, dir, nil); err == nil {
+				return fromPeer, nil
+			}
+		}
+		m.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", db),
+			zap.String("version", version), zap.Int("partition", p), zap.Error(err))
+		if err := os.RemoveAll(dir); err != nil {
+			return "", fmt.Errorf("versions: %w", err)
+		}
+	}
+	lopts := m.opts.Loader
+	lopts.Limit = m.limit
+	lopts.Log = m.log
+	res, err := loader.Load(ctx, loader.Request{
+		Source: m.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
+		Dir: func(int) string { return dir },
+	}, lopts)
+	if err == nil {
+		// The manifest will list it: on disk first.
+		err = res.Sync()
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
+	}
+	return fromSource, nil
+}
+
+// Where a partition added or rebuilt came from, in logs and metrics.
+const (
+	fromPeer   = "peer"
+	fromSource = "source"
+)
 
 // DropPartition stops serving partition p of db/version, which the
 // coordinator gave to other nodes. Requests already under way finish:
@@ -176,7 +203,12 @@ func (m *Manager) recordHeldLocked(db, version string, held []int) {
 func (v *Version) withPartition(p int, part *store.Partition) *Version {
 	parts := slices.Clone(v.parts)
 	parts[p] = part
-	nv := newVersion(v.DB, v.Name, v.NumPartitions, v.Created, parts)
+	nv := newVersion(v.DB, v.Name, v.NumPartitions, v.Created, parts, v.reports)
+	for i := range v.corrupt {
+		if i != p {
+			nv.corrupt[i].Store(v.corrupt[i].Load())
+		}
+	}
 	nv.current.Store(v.current.Load())
 	nv.lastUsed.Store(v.lastUsed.Load())
 	return nv

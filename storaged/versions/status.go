@@ -35,6 +35,10 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			if v.phase == loaded {
 				h.Reason = "loaded; waiting to become active"
 			}
+			if bad, why := m.corruptLocked(v); bad != nil {
+				h.CorruptPartitions = bad
+				h.Reason = joinReasons(h.Reason, why)
+			}
 			vs[name] = h
 		}
 		out[db] = vs
@@ -64,11 +68,23 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st.Partitions = vs.v.Held()
 				st.Created = vs.v.Created
 			}
+			if bad, why := m.corruptLocked(vs); bad != nil {
+				st.CorruptPartitions = bad
+				st.Reason = joinReasons(st.Reason, why)
+			}
 			ds.Versions[vname] = st
 		}
 		out[name] = ds
 	}
 	return out
+}
+
+// joinReasons joins two reasons of one version, either possibly empty.
+func joinReasons(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // DBNames returns the dbs the manager knows, sorted.

@@ -2,6 +2,7 @@ package versions
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -21,6 +22,11 @@ var (
 	ErrPartitionNotHeld = errors.New("versions: partition not held")
 	// ErrNotFound: the version has no such key.
 	ErrNotFound = store.ErrNotFound
+	// ErrPartitionCorrupt: the key's block in this node's copy of the
+	// partition does not read back as written (bit rot, a bad disk). The
+	// partition is being rebuilt; another replica, or this node once the
+	// rebuilt copy replaces the bad one, answers the key.
+	ErrPartitionCorrupt = errors.New("versions: partition corrupt here; being rebuilt")
 )
 
 // Version is one servable version of a db. It is safe for concurrent use
@@ -34,6 +40,10 @@ type Version struct {
 
 	parts []*store.Partition // by partition; nil when not held
 	held  []int
+	// corrupt is set for a partition once a lookup found a bad block in
+	// it, so the manager hears of it once; reports is where it hears.
+	corrupt []atomic.Bool
+	reports chan<- corruptReport
 
 	// Header values, computed once so the request path assigns them to
 	// the response header map without allocating.
@@ -46,8 +56,9 @@ type Version struct {
 	lastUsed atomic.Int64 // unix nanos of the last pinned use while not current
 }
 
-func newVersion(db, name string, n int, created time.Time, parts []*store.Partition) *Version {
+func newVersion(db, name string, n int, created time.Time, parts []*store.Partition, reports chan<- corruptReport) *Version {
 	v := &Version{DB: db, Name: name, NumPartitions: n, Created: created, parts: parts,
+		corrupt: make([]atomic.Bool, n), reports: reports,
 		HeaderVersion:      []string{name},
 		HeaderLastModified: []string{created.UTC().Format(http.TimeFormat)},
 	}
@@ -63,13 +74,33 @@ func newVersion(db, name string, n int, created time.Time, parts []*store.Partit
 func (v *Version) Held() []int { return append([]int(nil), v.held...) }
 
 // Get appends the value of key to dst and returns the result, or
-// ErrNotFound, or ErrPartitionNotHeld.
+// ErrNotFound, ErrPartitionNotHeld or ErrPartitionCorrupt.
 func (v *Version) Get(dst, key []byte) ([]byte, error) {
-	p := v.parts[hashring.Partition(key, v.NumPartitions)]
+	i := hashring.Partition(key, v.NumPartitions)
+	p := v.parts[i]
 	if p == nil {
 		return dst, ErrPartitionNotHeld
 	}
-	return p.Get(dst, key)
+	val, err := p.Get(dst, key)
+	if err != nil && errors.Is(err, store.ErrCorrupt) {
+		return val, v.corruptBlock(i, p, err)
+	}
+	return val, err
+}
+
+// corruptBlock tells the manager, once per partition and without
+// blocking, that a lookup found a bad block in partition i, and returns
+// the lookup's error. The partition's other blocks keep answering: each
+// block's checksum is checked whenever it is read from disk.
+func (v *Version) corruptBlock(i int, p *store.Partition, err error) error {
+	if v.reports != nil && v.corrupt[i].CompareAndSwap(false, true) {
+		select {
+		case v.reports <- corruptReport{db: v.DB, version: v.Name, p: i, part: p, err: err, by: foundByLookup}:
+		default:
+			v.corrupt[i].Store(false) // the manager is busy: the next lookup tells it
+		}
+	}
+	return fmt.Errorf("%w: %s/%s partition %d: %w", ErrPartitionCorrupt, v.DB, v.Name, i, err)
 }
 
 // Release ends a use begun by Acquire.
