@@ -179,4 +179,3 @@ func TestUnreadableFileFailsVersion(t *testing.T) {
 		t.Fatalf("after bad v2: %q from %s, %v", val, name, err)
 	}
 }
-

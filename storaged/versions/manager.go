@@ -125,8 +125,8 @@ type Manager struct {
 	ctx      context.Context // Run's context, once running
 	rescan   *time.Timer     // a scan due once watched files may have settled
 	rescanAt time.Time
-	wg     sync.WaitGroup  // loads and removals
-	scanMu sync.Mutex      // one scan at a time
+	wg       sync.WaitGroup // loads and removals
+	scanMu   sync.Mutex     // one scan at a time
 }
 
 // New returns a Manager; Run starts it.
