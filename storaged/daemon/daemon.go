@@ -137,7 +137,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	}
 	vopts := versions.Options{
 		Source: src, Store: st, Log: log, Registerer: reg,
-		Retention: cfg.VersionRetention, RefreshPeriod: cfg.RefreshPeriod,
+		Retention: cfg.VersionRetention, RefreshPeriod: cfg.RefreshPeriod, SettleTime: cfg.SettleTime,
 		MaxParallelLoads: cfg.MaxParallelLoads,
 		Loader: loader.Options{
 			SpillBytes: l.SpillSize,
