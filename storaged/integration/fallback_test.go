@@ -214,30 +214,52 @@ func TestDataFileLeavingRoot(t *testing.T) {
 	expectServes(t, n, "v1")
 }
 
-// Issue 16, item 1 in cluster mode: the newest version is corrupt in one
-// partition, so the nodes holding it fail it and the others load it and
-// wait. Every node falls back on the version before, which becomes
-// complete and is served everywhere; the broken one never is.
+// Issue 16, item 1 in cluster mode: the newest version fails on one node
+// only (its copy of the source is corrupt), so with one replica per
+// partition it can never be complete, and the nodes that loaded it wait.
+// They fall back on the version before, which becomes complete and is
+// served everywhere; the broken one never is.
 func TestCorruptNewestCluster(t *testing.T) {
 	zks := zktest.Start(t)
-	root := t.TempDir()
-	writeVersion(t, root, "v1")
-	writeVersion(t, root, "v2")
-	corruptVersion(t, root, "v3", 0)
-	nodes := []*node{startNode(t, zks.Addr(), root), startNode(t, zks.Addr(), root), startNode(t, zks.Addr(), root)}
-	waitActive(t, zkDeadline, testDB, "v2", nodes...)
-	failedOn := 0
-	for _, n := range nodes {
-		switch st := n.state(testDB, "v3"); st {
-		case wire.StateError:
-			failedOn++
-		case wire.StateActive:
-			t.Fatalf("%s serves the broken v3", n.addr)
+	var nodes []*node
+	for i := 0; i < 3; i++ {
+		root := t.TempDir()
+		writeVersion(t, root, "v1")
+		writeVersion(t, root, "v2")
+		if i == 0 {
+			corruptVersion(t, root, "v3", 0)
+		} else {
+			writeVersion(t, root, "v3")
 		}
-		expectServes(t, n, "v2")
+		nodes = append(nodes, startNode(t, zks.Addr(), root, "--replication", "1"))
 	}
-	if failedOn == 0 || failedOn == len(nodes) {
-		t.Fatalf("v3 failed on %d of %d nodes; the test wants it to fail on some only", failedOn, len(nodes))
+	waitActive(t, zkDeadline, testDB, "v2", nodes...)
+	if st := nodes[0].state(testDB, "v3"); st != wire.StateError {
+		t.Fatalf("v3 on the node with the corrupt copy is %q, want ERROR", st)
+	}
+	for _, n := range nodes {
+		if st := n.state(testDB, "v3"); st == wire.StateActive {
+			t.Fatalf("%s serves the incomplete v3", n.addr)
+		}
+	}
+	// Each key is answered by the node holding its partition, from v2;
+	// the others answer 421.
+	for i := 0; i < testKeys; i += 97 {
+		answered := 0
+		for _, n := range nodes {
+			code, body, v, err := n.get(testDB, keyOf(i))
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case code == http.StatusOK && body == valueOf(i, "v2") && v == "v2":
+				answered++
+			case code != http.StatusMisdirectedRequest:
+				t.Fatalf("%s on %s: %d %q from %q", keyOf(i), n.addr, code, body, v)
+			}
+		}
+		if answered != 1 {
+			t.Fatalf("%s answered from v2 by %d nodes, want 1", keyOf(i), answered)
+		}
 	}
 	// v2 is complete in ZooKeeper: every partition has a replica.
 	covered := map[int]bool{}

@@ -87,7 +87,7 @@ func TestGatedLoadsFallbackWhileNewestWaits(t *testing.T) {
 	root := t.TempDir()
 	writeV(t, root, "db", "v1")
 	writeV(t, root, "db", "v2")
-	h := start(t, root, t.TempDir(), func(o *Options) { o.Hooks.Gated = true })
+	h := start(t, root, t.TempDir(), func(o *Options) { o.Hooks.Gated = true; o.FallbackAfter = 200 * time.Millisecond })
 	h.waitState("db", "v2", wire.StateBuilding)
 	waitFor(t, "v1 loaded beside v2", func() bool {
 		return h.m.HeldPartitions("db", "v1") != nil && h.m.HeldPartitions("db", "v2") != nil

@@ -100,6 +100,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	}
 	vs.v = v
 	vs.phase = loaded
+	vs.loadedAt = m.opts.Now()
 	how := "loaded"
 	if pending == nil {
 		how = "reused"
@@ -125,8 +126,8 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.activateLocked(db, d, vs)
 		} else if !m.anyActiveLocked(d) {
 			// It waits for the cluster, which may never call it complete
-			// (another node may fail it): the next scan loads a fallback.
-			m.Refresh()
+			// (another node may fail it): a scan then loads a fallback.
+			m.rescanLocked(m.opts.FallbackAfter)
 		}
 	}
 	m.mu.Unlock()

@@ -17,6 +17,10 @@ import (
 	"spangle/storaged/store"
 )
 
+// DefaultFallbackAfter is how long a loaded version waits for the cluster
+// before the node also loads the previous version (Options.FallbackAfter).
+const DefaultFallbackAfter = 10 * time.Second
+
 // DefaultRetention is how long a replaced version keeps answering pinned
 // requests after its last use.
 const DefaultRetention = 10 * time.Minute
@@ -59,6 +63,12 @@ type Options struct {
 	// (sizes and modification times) before it is loaded, unless it holds
 	// _SUCCESS; 0 loads a version as soon as it is listed.
 	SettleTime time.Duration
+	// FallbackAfter (with Hooks.Gated) is how long the newest version may
+	// wait for the cluster, loaded, while nothing of its db is active,
+	// before the node also loads the version before it: another node may
+	// have failed the newest, and the cluster needs an older version
+	// complete. Default DefaultFallbackAfter.
+	FallbackAfter time.Duration
 	// MaxParallelLoads bounds the files read at once over all loads;
 	// default GOMAXPROCS.
 	MaxParallelLoads int
@@ -96,6 +106,7 @@ type vstate struct {
 	reload     bool // its files changed: scan again once it is gone
 	started    time.Time
 	loadTook   time.Duration // how long building took; 0 when reused
+	loadedAt   time.Time     // when it was loaded
 	activated  time.Time     // when it last became the current version
 	// durable is closed once the version's load is over, its files
 	// synced and its manifest written; only then may it be deleted.
@@ -145,6 +156,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.FallbackAfter <= 0 {
+		opts.FallbackAfter = DefaultFallbackAfter
 	}
 	m := &Manager{
 		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
@@ -235,8 +249,9 @@ func (m *Manager) Scan(ctx context.Context) {
 }
 
 // considerLocked steers db towards p: it loads the target, and the
-// fallback while nothing of db is active and either the target waits for
-// the cluster (another node may have failed it) or the fallback is
+// fallback while nothing of db is active and either the target has waited
+// for the cluster for FallbackAfter (another node may have failed it) or
+// the fallback is
 // complete in the local store and the target is not (a start serves at
 // once what it served before). Versions that are neither, nor the active
 // one, stop loading or are removed; failed versions newer than the target
@@ -264,9 +279,14 @@ func (m *Manager) considerLocked(db string, p plan) {
 	}
 	want := []*candidate{p.target}
 	if f := p.fallback; f != nil && !m.anyActiveLocked(d) {
-		tv := d.versions[p.target.name]
-		waiting := tv != nil && tv.phase == loaded
-		if waiting || (f.local && !p.target.local) {
+		waited := false
+		if tv := d.versions[p.target.name]; tv != nil && tv.phase == loaded {
+			left := tv.loadedAt.Add(m.opts.FallbackAfter).Sub(m.opts.Now())
+			if waited = left <= 0; !waited {
+				m.rescanLocked(left)
+			}
+		}
+		if waited || (f.local && !p.target.local) {
 			want = append(want, f)
 		}
 	}
