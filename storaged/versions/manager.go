@@ -251,11 +251,10 @@ func (m *Manager) Scan(ctx context.Context) {
 // considerLocked steers db towards p: it loads the target, and the
 // fallback while nothing of db is active and either the target has waited
 // for the cluster for FallbackAfter (another node may have failed it) or
-// the fallback is
-// complete in the local store and the target is not (a start serves at
-// once what it served before). Versions that are neither, nor the active
-// one, stop loading or are removed; failed versions newer than the target
-// stay to show their reason.
+// the fallback is complete in the local store and the target is not (a
+// start serves at once what it served before). Versions that are neither,
+// nor the active one, stop loading or are removed; failed versions newer
+// than those planned stay to show their reason.
 func (m *Manager) considerLocked(db string, p plan) {
 	d := m.dbLocked(db)
 	d.gone = false
