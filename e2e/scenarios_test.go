@@ -273,6 +273,88 @@ func (s *suite) fullRestart(t *testing.T, ctx context.Context, r *row) {
 	t.Logf("after the restart: %s", strings.Join(proof, "; "))
 }
 
+// corruptThenRestart: a new version corrupt on every node goes to ERROR
+// everywhere while the previous one serves; then every storaged restarts
+// and serves the previous version again from its local store, without
+// reading the source, while the corrupt one fails again. Zero failed
+// reads of the previous version throughout the load phases.
+func (s *suite) corruptThenRestart(t *testing.T, ctx context.Context, r *row) {
+	nodes := framework.StoragedServices()
+	run := load.Start(ctx, s.loadOptions(s.routerURL(t, ctx)))
+	observe(ctx, 2*time.Second)
+	bad := s.nextVersion()
+	if err := s.c.Publish(dataset.Spec{Version: bad, Corrupt: true}); err != nil {
+		run.Stop()
+		t.Fatal(err)
+	}
+	errorEverywhere := func(what string) error {
+		return framework.WaitFor(ctx, 2*time.Minute, 250*time.Millisecond, bad+" in ERROR on every storaged "+what,
+			func(ctx context.Context) (bool, error) {
+				for _, svc := range nodes {
+					h, _ := s.c.GetHealth(ctx, svc)
+					if st := h[s.db][bad].State; st != wire.StateError {
+						return false, fmt.Errorf("%s: %q", svc, st)
+					}
+				}
+				return true, nil
+			})
+	}
+	err := errorEverywhere("before the restart")
+	observe(ctx, 3*time.Second)
+	before := run.Stop()
+	checkLoad(t, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	parallel(t, nodes, func(svc string) error { return s.c.Stop(ctx, svc) })
+	started := time.Now()
+	parallel(t, nodes, func(svc string) error { return s.c.Start(ctx, svc) })
+	if err := s.c.WaitAllHealthy(ctx, ready); err != nil {
+		t.Fatal(err)
+	}
+	s.waitServing(t, ctx, s.current)
+	servingAt := time.Now()
+	run = load.Start(ctx, s.loadOptions(s.routerURL(t, ctx)))
+	if err := errorEverywhere("after the restart"); err != nil {
+		t.Error(err)
+	}
+	observe(ctx, 3*time.Second)
+	after := run.Stop()
+	o := s.loadOptions(s.routerURL(t, ctx))
+	o.Readers = 8
+	sweep := load.Sweep(ctx, o)
+	*r = fromResult(r.name, after)
+	r.reads += before.Reads + sweep.Reads
+	r.failed += before.Failed + sweep.Failed
+	r.regressions += before.Regressions + sweep.Regressions
+	r.recoveryOf = "start to serving"
+	r.recovery = servingAt.Sub(started)
+	checkLoad(t, after)
+	checkLoad(t, sweep)
+	for _, res := range []*load.Result{before, after, sweep} {
+		if n := res.Versions[bad]; n > 0 {
+			t.Errorf("%d answers from the corrupt version %s", n, bad)
+		}
+	}
+	if sweep.Versions[s.current] != dataset.DefaultKeys {
+		t.Errorf("answers per version %v, want all %d from %s", sweep.Versions, dataset.DefaultKeys, s.current)
+	}
+	for _, svc := range nodes {
+		m, err := s.c.Metrics(ctx, svc)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if records := metric(m, "spangle_storaged_records_loaded_total"); records != 0 {
+			t.Errorf("%s read %v records from the source after the restart; want %s from its local store", svc, records, s.current)
+		}
+	}
+	if err := s.c.Unpublish(s.db, bad); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func parallel(t *testing.T, items []string, f func(string) error) {
 	t.Helper()
 	var wg sync.WaitGroup

@@ -186,6 +186,7 @@ func TestScenarios(t *testing.T) {
 		{"5-corrupt-version", "5 corrupt version", s.corruptVersion},
 		{"6-network-partition", "6 network partition", s.partition},
 		{"7-full-restart", "7 full restart", s.fullRestart},
+		{"8-corrupt-then-restart", "8 corrupt newest, full restart", s.corruptThenRestart},
 	}
 	for _, sc := range scenarios {
 		s.scenario(t, sc.name, sc.label, true, func(t *testing.T, r *row) { sc.run(t, ctx, r) })

@@ -8,7 +8,9 @@
 // hidden files and are skipped, other names are ignored, the newest
 // version is the lexicographically greatest name, and with RequireSuccess
 // a version counts only once it holds _SUCCESS. Nothing outside the root
-// is ever opened, whatever symlinks inside it point to.
+// is ever opened, whatever symlinks inside it point to,
+// and a listed data file that cannot be read fails the listing of its
+// version (ErrUnreadable) rather than being left out.
 //
 // Local roots (a path or a file:// URI) are implemented now; Source is an
 // interface so that s3:// can come later.

@@ -90,11 +90,26 @@ func (l *local) Versions(ctx context.Context, db string) ([]string, error) {
 	}
 	out := vs[:0]
 	for _, v := range vs {
-		if fi, err := l.root.Stat(db + "/" + v + "/" + SuccessFile); err == nil && fi.Mode().IsRegular() {
+		if l.succeeded(db, v) {
 			out = append(out, v)
 		}
 	}
 	return out, nil
+}
+
+func (l *local) succeeded(db, version string) bool {
+	fi, err := l.root.Stat(db + "/" + version + "/" + SuccessFile)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func (l *local) Succeeded(ctx context.Context, db, version string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if !ValidName(db) || !ValidName(version) {
+		return false, fmt.Errorf("%w: bad name %q/%q", ErrNotFound, db, version)
+	}
+	return l.succeeded(db, version), nil
 }
 
 func (l *local) Files(ctx context.Context, db, version string) ([]File, error) {
@@ -112,8 +127,13 @@ func (l *local) Files(ctx context.Context, db, version string) ([]File, error) {
 			continue
 		}
 		fi, err := l.root.Stat(dir + "/" + e.Name())
-		if err != nil || !fi.Mode().IsRegular() {
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: %s/%s: %v", ErrUnreadable, dir, e.Name(), err)
+		case fi.IsDir():
 			continue
+		case !fi.Mode().IsRegular():
+			return nil, fmt.Errorf("%w: %s/%s: not a regular file (%v)", ErrUnreadable, dir, e.Name(), fi.Mode().Type())
 		}
 		files = append(files, File{Name: e.Name(), Size: fi.Size(), ModTime: fi.ModTime().UTC()})
 	}

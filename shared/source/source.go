@@ -19,6 +19,12 @@ var ErrNotFound = errors.New("source: not found")
 // ErrBadRoot is returned by Open for a root it cannot serve.
 var ErrBadRoot = errors.New("source: bad root")
 
+// ErrUnreadable is returned by Files when a listed data file cannot be
+// read (a symlink leading out of the root, a dangling link, something
+// that is not a file): a version with a file it cannot read must fail
+// whole, never be served with fewer partitions. The error names the file.
+var ErrUnreadable = errors.New("source: data file cannot be read")
+
 // SuccessFile is the marker Hadoop writes when a job succeeded.
 const SuccessFile = "_SUCCESS"
 
@@ -40,7 +46,13 @@ type Source interface {
 	Versions(ctx context.Context, db string) ([]string, error)
 	// Files returns the data files of a version, sorted by name: regular
 	// files whose names are not hidden (do not start with '_' or '.').
+	// Directories are not data files and are skipped; any other listed
+	// name that cannot be read as a file fails with ErrUnreadable.
 	Files(ctx context.Context, db, version string) ([]File, error)
+	// Succeeded reports whether the version holds _SUCCESS: its writer
+	// finished, so its files will not change (an object store answers it
+	// with one HEAD of the marker).
+	Succeeded(ctx context.Context, db, version string) (bool, error)
 	// Open opens one data file of a version for reading.
 	Open(ctx context.Context, db, version, name string) (io.ReadCloser, error)
 	// String names the root for logs.

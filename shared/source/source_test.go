@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -102,9 +104,10 @@ func TestNeverLeavesRoot(t *testing.T) {
 	if !reflect.DeepEqual(vs, []string{"v1", "v3"}) {
 		t.Fatalf("Versions = %v", vs)
 	}
-	files, _ := src.Files(ctx, "db", "v1")
-	if len(files) != 1 || files[0].Name != "part-00000" {
-		t.Fatalf("Files = %+v, want only part-00000", files)
+	// A data file leading out of the root is never read, and never left
+	// out quietly either: the version's listing fails, naming it.
+	if files, err := src.Files(ctx, "db", "v1"); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "part-00001") {
+		t.Fatalf("Files with an escaping data file = %+v, %v; want ErrUnreadable naming part-00001", files, err)
 	}
 	for _, name := range []string{"part-00001", "../v1/part-00000", "..", "/etc/passwd", "", "_SUCCESS"} {
 		if rc, err := src.Open(ctx, "db", "v1", name); err == nil {
@@ -124,5 +127,52 @@ func TestOpenRoots(t *testing.T) {
 		if _, err := Open(bad, Options{}); !errors.Is(err, ErrBadRoot) {
 			t.Errorf("Open(%q) = %v, want ErrBadRoot", bad, err)
 		}
+	}
+}
+
+func TestUnreadableDataFileFailsListing(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	write(t, root+"/db/v1/part-00000", "ok")
+	write(t, root+"/db/v1/sub/part-00000", "a directory is not a data file")
+	src, err := Open(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files, err := src.Files(ctx, "db", "v1"); err != nil || len(files) != 1 {
+		t.Fatalf("Files with a subdirectory = %+v, %v; want part-00000 only", files, err)
+	}
+	if err := os.Symlink("part-99999", root+"/db/v1/part-00001"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Files(ctx, "db", "v1"); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "part-00001") {
+		t.Fatalf("Files with a dangling link = %v; want ErrUnreadable naming part-00001", err)
+	}
+	os.Remove(root + "/db/v1/part-00001")
+	if err := syscall.Mkfifo(root+"/db/v1/part-00002", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Files(ctx, "db", "v1"); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "part-00002") {
+		t.Fatalf("Files with a fifo = %v; want ErrUnreadable naming part-00002", err)
+	}
+}
+
+func TestSucceeded(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	write(t, root+"/db/v1/part-00000", "a")
+	write(t, root+"/db/v2/part-00000", "a")
+	write(t, root+"/db/v2/_SUCCESS", "")
+	src, err := Open(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{"v1": false, "v2": true, "v3": false} {
+		if got, err := src.Succeeded(ctx, "db", v); err != nil || got != want {
+			t.Errorf("Succeeded(%s) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if _, err := src.Succeeded(ctx, "db", "../x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Succeeded(bad name) = %v", err)
 	}
 }

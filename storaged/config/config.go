@@ -18,6 +18,7 @@ const (
 	DefaultBind             = "0.0.0.0:9599"
 	DefaultLocalStore       = "/var/lib/spangle/storaged"
 	DefaultVersionRetention = 10 * time.Minute
+	DefaultSettleTime       = 5 * time.Second
 	DefaultReplication      = 2
 	DefaultTimeToConverge   = 10 * time.Second
 	DefaultRereplicateAfter = 5 * time.Minute
@@ -48,6 +49,11 @@ type Config struct {
 	RefreshPeriod time.Duration `toml:"refresh_period"`
 	// RequireSuccessFile makes a version count only with _SUCCESS.
 	RequireSuccessFile bool `toml:"require_success_file"`
+	// SettleTime is how long a version's files (sizes and modification
+	// times) must stay unchanged before it is loaded, unless it holds
+	// _SUCCESS: a version being copied in is not loaded half-written.
+	// 0 loads a version as soon as it is seen; default 5s.
+	SettleTime time.Duration `toml:"settle_time"`
 	// ContentType of values; default application/octet-stream.
 	ContentType string `toml:"content_type"`
 	// MaxParallelLoads bounds the source files read at once; 0 means
@@ -172,6 +178,7 @@ func Default() Config {
 		Bind:             DefaultBind,
 		LocalStore:       DefaultLocalStore,
 		VersionRetention: DefaultVersionRetention,
+		SettleTime:       DefaultSettleTime,
 		LogLevel:         "info",
 		GCHeadroom:       DefaultGCHeadroom,
 		ScrubRate:        DefaultScrubRate,
@@ -224,6 +231,7 @@ func (c *Config) Validate() error {
 	}
 	check(c.LocalStore == "", "local_store", "required")
 	check(c.RefreshPeriod < 0, "refresh_period", "must not be negative")
+	check(c.SettleTime < 0, "settle_time", "must not be negative (0 loads versions as soon as they are seen)")
 	if c.ContentType != "" {
 		if _, _, err := mime.ParseMediaType(c.ContentType); err != nil {
 			errs = append(errs, errKey("content_type", "%q: %v", c.ContentType, err))

@@ -23,6 +23,7 @@ version_retention = "1m"
 max_inflight = 100
 gc_headroom = 33554432
 scrub_rate = 2.5
+settle_time = "2s"
 
 [sharding]
 enabled = true
@@ -52,7 +53,7 @@ compression = "snappy"
 	}
 	if c.RefreshPeriod != 30*time.Second || !c.RequireSuccessFile || c.Sharding.Replication != 3 ||
 		len(c.ZK.Servers) != 2 || c.LevelDB.Compression != "snappy" || c.VersionRetention != time.Minute ||
-		c.GCHeadroom != 32<<20 || c.ScrubRate != 2.5 {
+		c.GCHeadroom != 32<<20 || c.ScrubRate != 2.5 || c.SettleTime != 2*time.Second {
 		t.Fatalf("decoded %+v", c)
 	}
 }
@@ -70,6 +71,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		`source = "/x"` + "\nmax_inflight = -2":                "max_inflight",
 		`source = "/x"` + "\ngc_headroom = -1":                 "gc_headroom",
 		`source = "/x"` + "\nscrub_rate = -1":                  "scrub_rate",
+		`source = "/x"` + "\nsettle_time = \"-1s\"":            "settle_time",
 		`bind = "127.0.0.1:1"`:                                 "source",
 	}
 	for in, key := range cases {
@@ -93,6 +95,12 @@ func TestFlagsOverrideFile(t *testing.T) {
 	}
 	if c.Source != "/b" || c.Bind != "127.0.0.1:1" || c.LocalStore != "/s" || c.MaxInflight != 5 || c.TestDelay != 300*time.Millisecond {
 		t.Fatalf("parsed %+v", c)
+	}
+	if c.SettleTime != DefaultSettleTime {
+		t.Fatalf("settle time %v, want the default %v", c.SettleTime, DefaultSettleTime)
+	}
+	if c, err := Parse([]string{"--source", "/a", "--settle-time", "0"}, io.Discard); err != nil || c.SettleTime != 0 {
+		t.Fatalf("--settle-time 0: %v, %v", c.SettleTime, err)
 	}
 	if _, err := Parse([]string{"--bind", "x"}, io.Discard); err == nil {
 		t.Fatal("missing source accepted")

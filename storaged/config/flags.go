@@ -30,6 +30,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	inflight := fs.Int("max-inflight", -1, "shed lookups above this many at once (max_inflight)")
 	delay := fs.Duration("test-delay", -1, "delay every lookup; tests only (test_delay)")
 	refresh := fs.Duration("refresh-period", -1, "re-scan the source this often (refresh_period)")
+	settle := fs.Duration("settle-time", -1, "load a version only once its files have not changed for this long, unless it holds _SUCCESS; 0 at once (settle_time)")
 	retention := fs.Duration("version-retention", -1, "keep replaced versions this long after last use (version_retention)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (log_level)")
 	if err := fs.Parse(args); err != nil {
@@ -90,6 +91,9 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	}
 	if *refresh >= 0 {
 		c.RefreshPeriod = *refresh
+	}
+	if *settle >= 0 {
+		c.SettleTime = *settle
 	}
 	if *retention >= 0 {
 		c.VersionRetention = *retention

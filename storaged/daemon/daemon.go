@@ -137,7 +137,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	}
 	vopts := versions.Options{
 		Source: src, Store: st, Log: log, Registerer: reg,
-		Retention: cfg.VersionRetention, RefreshPeriod: cfg.RefreshPeriod,
+		Retention: cfg.VersionRetention, RefreshPeriod: cfg.RefreshPeriod, SettleTime: cfg.SettleTime,
+		// Long enough for the nodes of a start or a rollout to finish the
+		// same version, so that a fallback is loaded only when the newest
+		// stays incomplete.
+		FallbackAfter:    2 * cfg.Sharding.TimeToConverge,
 		MaxParallelLoads: cfg.MaxParallelLoads,
 		Loader: loader.Options{
 			SpillBytes: l.SpillSize,

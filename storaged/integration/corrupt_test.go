@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"spangle/shared/proctest"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 )
@@ -21,53 +18,9 @@ import (
 // retries, on a loaded machine.
 const repairDeadline = 30 * time.Second
 
-// startStandalone runs storaged without ZooKeeper on source, with its
-// local store in a temporary directory.
-func startStandalone(t testing.TB, source string, extra ...string) *node {
-	t.Helper()
-	addr := proctest.FreeAddr(t)
-	store := t.TempDir()
-	args := append([]string{"--source", source, "--local-store", store, "--bind", addr}, extra...)
-	return &node{Process: proctest.Start(t, storagedBin, args...), addr: addr, store: store}
-}
-
 // partitionDir is where the node keeps partition p of the test db.
 func (n *node) partitionDir(version string, p int) string {
 	return filepath.Join(n.store, testDB, version, "p-"+strconv.Itoa(p))
-}
-
-// health is the node's /healthz entry of db/version.
-func (n *node) health(version string) wire.Health {
-	resp, err := client.Get("http://" + n.addr + wire.PathHealth)
-	if err != nil {
-		return wire.Health{}
-	}
-	defer resp.Body.Close()
-	var h map[string]map[string]wire.Health
-	json.NewDecoder(resp.Body).Decode(&h)
-	return h[testDB][version]
-}
-
-// metric is the value of one series of the node's /metrics, named with
-// its labels as the exposition format writes them
-// (`name{label="value"}`); -1 when it is not there.
-func (n *node) metric(series string) float64 {
-	resp, err := client.Get("http://" + n.addr + wire.PathMetrics)
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return -1
-			}
-			return f
-		}
-	}
-	return -1
 }
 
 // firstKeyOf is the index of the smallest key of partition p: it sits in
@@ -100,7 +53,7 @@ const (
 func TestCorruptBlockRebuiltFromSource(t *testing.T) {
 	root := t.TempDir()
 	writeVersion(t, root, "v1")
-	n := startStandalone(t, root)
+	n := startStandalone(t, root, t.TempDir())
 	waitActive(t, zkDeadline, testDB, "v1", n)
 
 	i := firstKeyOf(t, 0)
@@ -161,7 +114,7 @@ func TestCorruptBlockRebuiltFromSource(t *testing.T) {
 func TestScrubAfterRestart(t *testing.T) {
 	root := t.TempDir()
 	writeVersion(t, root, "v1")
-	n := startStandalone(t, root)
+	n := startStandalone(t, root, t.TempDir())
 	waitActive(t, zkDeadline, testDB, "v1", n)
 	n.Stop()
 

@@ -1,12 +1,15 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -133,4 +136,38 @@ func addrs(nodes ...*node) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// health is the node's /healthz entry of db/version.
+func (n *node) health(version string) wire.Health {
+	resp, err := client.Get("http://" + n.addr + wire.PathHealth)
+	if err != nil {
+		return wire.Health{}
+	}
+	defer resp.Body.Close()
+	var h map[string]map[string]wire.Health
+	json.NewDecoder(resp.Body).Decode(&h)
+	return h[testDB][version]
+}
+
+// metric is the value of one series of the node's /metrics, named with
+// its labels as the exposition format writes them
+// (`name{label="value"}`); -1 when it is not there.
+func (n *node) metric(series string) float64 {
+	resp, err := client.Get("http://" + n.addr + wire.PathMetrics)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return -1
+			}
+			return f
+		}
+	}
+	return -1
 }

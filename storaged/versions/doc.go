@@ -4,6 +4,14 @@
 // atomic swap, keeps older versions for pinned requests until they have
 // been unused for the retention period, and deletes them from disk.
 //
+// A scan heads for the newest version that can be loaded (plan.go): it
+// passes over versions whose files are still changing (the settle time),
+// and versions that failed with the files they still have, so a broken
+// newest version leaves the previous one served. While nothing of a db is
+// active it may also load a fallback, the next older version: one already
+// complete in the local store at a start, or, in cluster mode, one the
+// cluster can complete when the newest stays incomplete.
+//
 // Cluster mode plugs in through Hooks: which partitions of a version this
 // node holds, whether a loaded version waits for an external signal
 // (Manager.Activate) before it becomes active, and callbacks when a

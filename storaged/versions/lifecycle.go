@@ -79,6 +79,9 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		if err := m.opts.Store.Remove(db, vs.name); err != nil {
 			m.log.Warn("removing cancelled version", zap.Error(err))
 		}
+		if vs.reload {
+			m.Refresh()
+		}
 		return
 	case err != nil:
 		vs.phase = failed
@@ -87,15 +90,17 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.metrics.loads.WithLabelValues("error").Inc()
 		m.publishLocked()
 		m.mu.Unlock()
-		m.log.Error("loading version failed; previous version keeps serving",
+		m.log.Error("loading version failed; an older version serves while its files stay as they are",
 			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 		if err := m.opts.Store.Remove(db, vs.name); err != nil {
 			m.log.Warn("removing failed version", zap.Error(err))
 		}
+		m.Refresh() // the next scan falls back on an older version
 		return
 	}
 	vs.v = v
 	vs.phase = loaded
+	vs.loadedAt = m.opts.Now()
 	how := "loaded"
 	if pending == nil {
 		how = "reused"
@@ -116,8 +121,14 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		}
 	}
 	m.mu.Lock()
-	if d.versions[vs.name] == vs && vs.phase == loaded && (!m.opts.Hooks.Gated || vs.wantActive) {
-		m.activateLocked(db, d, vs)
+	if d.versions[vs.name] == vs && vs.phase == loaded {
+		if !m.opts.Hooks.Gated || vs.wantActive {
+			m.activateLocked(db, d, vs)
+		} else if !m.anyActiveLocked(d) {
+			// It waits for the cluster, which may never call it complete
+			// (another node may fail it): a scan then loads a fallback.
+			m.rescanLocked(m.opts.FallbackAfter)
+		}
 	}
 	m.mu.Unlock()
 	if pending != nil {
@@ -282,6 +293,9 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.publishLocked()
 		m.mu.Unlock()
 		m.log.Info("version deleted", zap.String("db", db), zap.String("version", vs.name))
+		if vs.reload {
+			m.Refresh()
+		}
 	}()
 }
 

@@ -17,6 +17,10 @@ import (
 	"spangle/storaged/store"
 )
 
+// DefaultFallbackAfter is how long a loaded version waits for the cluster
+// before the node also loads the previous version (Options.FallbackAfter).
+const DefaultFallbackAfter = 10 * time.Second
+
 // DefaultRetention is how long a replaced version keeps answering pinned
 // requests after its last use.
 const DefaultRetention = 10 * time.Minute
@@ -59,6 +63,16 @@ type Options struct {
 	Retention time.Duration
 	// RefreshPeriod re-scans the source periodically; 0 only on Refresh.
 	RefreshPeriod time.Duration
+	// SettleTime is how long a version's files must have been unchanged
+	// (sizes and modification times) before it is loaded, unless it holds
+	// _SUCCESS; 0 loads a version as soon as it is listed.
+	SettleTime time.Duration
+	// FallbackAfter (with Hooks.Gated) is how long the newest version may
+	// wait for the cluster, loaded, while nothing of its db is active,
+	// before the node also loads the version before it: another node may
+	// have failed the newest, and the cluster needs an older version
+	// complete. Default DefaultFallbackAfter.
+	FallbackAfter time.Duration
 	// MaxParallelLoads bounds the files read at once over all loads;
 	// default GOMAXPROCS.
 	MaxParallelLoads int
@@ -95,8 +109,10 @@ type vstate struct {
 	cancelled  bool
 	wantActive bool // Activate came before the load finished
 	removing   bool // a removal goroutine owns it
+	reload     bool // its files changed: scan again once it is gone
 	started    time.Time
 	loadTook   time.Duration // how long building took; 0 when reused
+	loadedAt   time.Time     // when it was loaded
 	activated  time.Time     // when it last became the current version
 	// durable is closed once the version's load is over, its files
 	// synced and its manifest written; only then may it be deleted.
@@ -105,6 +121,7 @@ type vstate struct {
 
 type dbState struct {
 	versions map[string]*vstate
+	watch    map[string]*watched // versions whose files are not settled yet
 	current  string
 	gone     bool // removed from the source
 }
@@ -121,11 +138,13 @@ type Manager struct {
 
 	loadedN, reusedN, failedN atomic.Int64
 
-	mu     sync.Mutex // guards dbs and ctx
-	dbs    map[string]*dbState
-	ctx    context.Context // Run's context, once running
-	wg     sync.WaitGroup  // loads and removals
-	scanMu sync.Mutex      // one scan at a time
+	mu       sync.Mutex // guards dbs, ctx, rescan and rescanAt
+	dbs      map[string]*dbState
+	ctx      context.Context // Run's context, once running
+	rescan   *time.Timer     // a scan due once watched files may have settled
+	rescanAt time.Time
+	wg       sync.WaitGroup // loads and removals
+	scanMu   sync.Mutex     // one scan at a time
 }
 
 // New returns a Manager; Run starts it.
@@ -144,6 +163,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.FallbackAfter <= 0 {
+		opts.FallbackAfter = DefaultFallbackAfter
 	}
 	m := &Manager{
 		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
@@ -219,25 +241,12 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.log.Error("listing versions failed", zap.String("db", db), zap.Error(err))
 			continue
 		}
-		target := source.Newest(versions)
-		if target == "" {
-			continue
-		}
-		files, err := m.opts.Source.Files(ctx, db, target)
-		if err != nil {
-			m.log.Error("listing files failed", zap.String("db", db), zap.String("version", target), zap.Error(err))
-			continue
-		}
-		if len(files) == 0 {
-			// A version directory with no data file yet is one being
-			// written (without require_success_file nothing else says
-			// so): there is nothing to partition, and its files are
-			// read once they are there.
-			m.log.Debug("newest version has no data files yet", zap.String("db", db), zap.String("version", target))
+		p, ok := m.planDB(ctx, db, versions)
+		if !ok {
 			continue
 		}
 		m.mu.Lock()
-		m.considerLocked(db, target, files)
+		m.considerLocked(db, p)
 		m.mu.Unlock()
 	}
 	m.mu.Lock()
@@ -252,16 +261,57 @@ func (m *Manager) Scan(ctx context.Context) {
 	m.cleanLocalStore()
 }
 
-// considerLocked makes target the version db is heading for.
-func (m *Manager) considerLocked(db, target string, files []source.File) {
-	d := m.dbs[db]
-	if d == nil {
-		d = &dbState{versions: map[string]*vstate{}}
-		m.dbs[db] = d
-	}
+// considerLocked steers db towards p: it loads the target, and the
+// fallback while nothing of db is active and either the target has waited
+// for the cluster for FallbackAfter (another node may have failed it) or
+// the fallback is complete in the local store and the target is not (a
+// start serves at once what it served before). Versions that are neither,
+// nor the active one, stop loading or are removed; failed versions newer
+// than those planned stay to show their reason.
+func (m *Manager) considerLocked(db string, p plan) {
+	d := m.dbLocked(db)
 	d.gone = false
+	// A failed version is forgotten once no scan would reach it: gone
+	// from the source, below the versions planned, or older than the
+	// active one.
+	lowest := ""
+	if p.fallback != nil {
+		lowest = p.fallback.name
+	} else if p.target != nil {
+		lowest = p.target.name
+	}
 	for name, o := range d.versions {
-		if name == target {
+		if o.phase == failed && (!p.listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
+			delete(d.versions, name)
+		}
+	}
+	if p.target == nil {
+		m.publishLocked()
+		return
+	}
+	want := []*candidate{p.target}
+	if f := p.fallback; f != nil && !m.anyActiveLocked(d) {
+		waited := false
+		if tv := d.versions[p.target.name]; tv != nil && tv.phase == loaded {
+			left := tv.loadedAt.Add(m.opts.FallbackAfter).Sub(m.opts.Now())
+			if waited = left <= 0; !waited {
+				m.rescanLocked(left)
+			}
+		}
+		if waited || (f.local && !p.target.local) {
+			want = append(want, f)
+		}
+	}
+	wanted := func(name string) bool {
+		for _, c := range want {
+			if c.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for name, o := range d.versions {
+		if wanted(name) {
 			continue
 		}
 		switch {
@@ -269,25 +319,58 @@ func (m *Manager) considerLocked(db, target string, files []source.File) {
 			m.log.Info("version superseded while loading; cancelling", zap.String("db", db), zap.String("version", name))
 			o.cancelled = true
 			o.cancel()
-		case o.phase == failed:
-			delete(d.versions, name)
 		case o.phase == loaded && !o.removing:
 			m.removeVersionLocked(db, d, o)
 		}
 	}
-	vs := d.versions[target]
+	for _, c := range want {
+		m.ensureLocked(db, d, c)
+	}
+}
+
+// anyActiveLocked reports whether some version of d answers unpinned
+// requests.
+func (m *Manager) anyActiveLocked(d *dbState) bool {
+	cur := d.versions[d.current]
+	return cur != nil && cur.phase == active && !cur.removing
+}
+
+// ensureLocked makes c loaded (or loading) from its current files: it
+// starts a load, follows a version still held, or loads again a version
+// whose files changed since it was loaded.
+func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
+	vs := d.versions[c.name]
 	switch {
 	case vs == nil:
-	case vs.phase == failed && !sameFiles(vs.files, files):
-		delete(d.versions, target) // the source changed: try again
-	case vs.phase == superseded && !vs.removing:
-		// The source went back to a version still held: follow it.
+	case vs.phase == failed:
+		if sameFiles(vs.files, c.files) {
+			return
+		}
+		delete(d.versions, c.name) // the source changed: try again
+	case vs.removing || vs.phase == removing || vs.cancelled:
+		vs.reload = true // loaded again once it is gone
+		return
+	case !sameFiles(vs.files, c.files):
+		m.log.Warn("version's files changed since it was loaded; loading it again",
+			zap.String("db", db), zap.String("version", c.name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.files)))
+		m.metrics.reloads.Inc()
+		vs.reload = true
+		if vs.phase == building {
+			vs.cancelled = true
+			vs.cancel()
+		} else {
+			m.removeVersionLocked(db, d, vs)
+		}
+		return
+	case vs.phase == superseded:
+		// The source went back to a version still held (or the db falls
+		// back on it): follow it.
 		m.activateLocked(db, d, vs)
 		return
 	default:
 		return
 	}
-	m.startLoadLocked(db, d, target, files)
+	m.startLoadLocked(db, d, c.name, c.files)
 }
 
 func sameFiles(a, b []source.File) bool {
@@ -385,6 +468,9 @@ func (m *Manager) publishLocked() {
 
 func (m *Manager) shutdown() {
 	m.mu.Lock()
+	if m.rescan != nil {
+		m.rescan.Stop()
+	}
 	for _, d := range m.dbs {
 		for _, vs := range d.versions {
 			if vs.phase == building && !vs.cancelled {

@@ -104,6 +104,7 @@ type metrics struct {
 	loadSeconds prometheus.Histogram
 	records     prometheus.Counter
 	states      *prometheus.GaugeVec
+	reloads     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -125,9 +126,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "spangle_storaged_versions",
 			Help: "Versions known to the node, by state.",
 		}, []string{"state"}),
+		reloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spangle_storaged_version_reloads_total",
+			Help: "Versions loaded again because their source files changed after they were loaded.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states)
+		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads)
 	}
 	return m
 }
