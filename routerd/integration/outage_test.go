@@ -160,7 +160,8 @@ func TestDeletedDBIsNotFoundUnpinned(t *testing.T) {
 func TestPlainAnswers(t *testing.T) {
 	src := source(t, "v1")
 	for _, flag := range []string{"--refresh-period", "--version-retention", "--time-to-converge", "--test-delay", "--zk-session-timeout", "--zk-connect-timeout"} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// A storaged that accepted the flag would serve: 15s ends it.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		out, err := exec.CommandContext(ctx, storagedBin, "--source", src, "--local-store", t.TempDir(),
 			"--bind", proctest.FreeAddr(t), flag+"=-1s").CombinedOutput()
 		cancel()
