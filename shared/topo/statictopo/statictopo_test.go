@@ -135,7 +135,9 @@ func TestRunStopsWithContext(t *testing.T) {
 	var st atomic.Pointer[wire.NodeStatus]
 	st.Store(status("n1", nil))
 	s := statusServer(t, &st)
-	w, err := statictopo.New(statictopo.Options{URLs: []string{s.URL}, Period: 10 * time.Millisecond})
+	// A read may take far more than a period on a loaded machine under
+	// -race: the timeout is not what this test is about.
+	w, err := statictopo.New(statictopo.Options{URLs: []string{s.URL}, Period: 10 * time.Millisecond, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
