@@ -26,13 +26,15 @@ const (
 type Outcome int
 
 const (
-	// Success: the node answered (including 404, 410 and 421, which are
+	// Success: the node answered (including 404 and 410, which are
 	// answers of a healthy node).
 	Success Outcome = iota
 	// Failure: transport error, timeout or 5xx other than 503.
 	Failure
 	// Ignored: the call was cancelled because another replica answered
-	// first, which says nothing about the node.
+	// first, or the node said it does not hold the partition (421, a
+	// stale registration): neither says how the node serves, so the
+	// breaker counts it neither way.
 	Ignored
 	// Shed: the node shed load (503). Its breaker does not count it, since
 	// a busy node is not a broken one, but it counts as slow (the failure

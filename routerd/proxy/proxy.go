@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/routerd/health"
+	"spangle/shared/wire"
 )
 
 // Defaults of Options, as in sequins.
@@ -29,8 +30,13 @@ var (
 	ErrTimeout = errors.New("proxy: all tried replicas timed out")
 	// ErrShed: every replica that answered shed the request (503).
 	ErrShed = errors.New("proxy: every replica is shedding load")
-	// ErrGone: every replica said it does not hold the version (410).
+	// ErrGone: every replica said it does not hold the version
+	// (wire.StatusVersionGone) or the key's partition of it
+	// (wire.StatusNotHeld).
 	ErrGone = errors.New("proxy: no replica holds the version")
+	// ErrNoDB: every replica said it does not know the db at all (a
+	// wire.StatusVersionGone without X-Sequins-Version): it was removed.
+	ErrNoDB = errors.New("proxy: no replica knows the db")
 )
 
 // ShedError wraps ErrShed with the Retry-After the replicas asked for.
@@ -136,8 +142,11 @@ type result struct {
 
 // tally is what the failed attempts of one lookup said.
 type tally struct {
-	shed, gone, failed int
-	retryAfter         string
+	shed, failed int
+	// gone counts the replicas that do not hold the version or the
+	// partition, noDB those of them that do not know the db either.
+	gone, noDB int
+	retryAfter string
 }
 
 // Do looks req up and returns the first answer (200 or 404) of a
@@ -216,12 +225,17 @@ func (t *tally) add(r result) {
 	switch {
 	case r.err != nil:
 		t.failed++
-	case r.resp.Status == http.StatusServiceUnavailable:
+	case r.resp.Status == wire.StatusUnavailable:
 		t.shed++
 		if r.resp.RetryAfter > t.retryAfter {
 			t.retryAfter = r.resp.RetryAfter
 		}
-	case r.resp.Status == http.StatusGone:
+	case r.resp.Status == wire.StatusVersionGone:
+		t.gone++
+		if r.resp.Version == "" {
+			t.noDB++
+		}
+	case r.resp.Status == wire.StatusNotHeld:
 		t.gone++
 	default:
 		t.failed++
@@ -236,6 +250,8 @@ func (t *tally) err() error {
 			ra = "1"
 		}
 		return &ShedError{RetryAfter: ra}
+	case t.gone > 0 && t.failed == 0 && t.noDB == t.gone:
+		return ErrNoDB
 	case t.gone > 0 && t.failed == 0:
 		return ErrGone
 	default:
@@ -300,8 +316,12 @@ func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, 
 			// of healthy replicas of a starved lookup.
 			outcome = health.Ignored
 		}
-	case resp.Status == http.StatusServiceUnavailable:
+	case resp.Status == wire.StatusUnavailable:
 		outcome = health.Shed
+	case resp.Status == wire.StatusNotHeld:
+		// A stale registration: the node is up, but says nothing about
+		// how it serves what it holds. Do asks the next replica.
+		outcome = health.Ignored
 	case resp.Status >= 500:
 		outcome = health.Failure
 	case resp.Status == http.StatusOK || resp.Status == http.StatusNotFound:

@@ -49,6 +49,12 @@ func status(code int) behaviour {
 	}
 }
 
+// unknownDB is a storaged that does not know the db: 410 without a
+// version.
+func unknownDB(ctx context.Context, req *Request) (*Response, error) {
+	return &Response{Status: 410}, nil
+}
+
 func refused(ctx context.Context, req *Request) (*Response, error) {
 	return nil, errors.New("connection refused")
 }
@@ -138,6 +144,14 @@ func TestDo(t *testing.T) {
 		{name: "all shedding is 503", nodes: map[string]behaviour{"a": status(503), "b": status(503)},
 			wantErr: ErrShed, maxElapsed: atOnce},
 		{name: "all gone is 410", nodes: map[string]behaviour{"a": status(410), "b": status(410)},
+			wantErr: ErrGone, maxElapsed: atOnce},
+		{name: "all 421 is gone, not unreachable", nodes: map[string]behaviour{"a": status(421), "b": status(421)},
+			wantErr: ErrGone, maxElapsed: atOnce},
+		{name: "410 and 421 is gone", nodes: map[string]behaviour{"a": status(410), "b": status(421)},
+			wantErr: ErrGone, maxElapsed: atOnce},
+		{name: "all 410 without a version is no db", nodes: map[string]behaviour{"a": unknownDB, "b": unknownDB},
+			wantErr: ErrNoDB, maxElapsed: atOnce},
+		{name: "a replica that knows the db makes it gone", nodes: map[string]behaviour{"a": unknownDB, "b": status(410)},
 			wantErr: ErrGone, maxElapsed: atOnce},
 		{name: "all slow is a timeout", nodes: map[string]behaviour{"a": slow(hour, ok("a")), "b": slow(hour, ok("b"))},
 			wantErr: ErrTimeout, allowHedging: true, timeout: shortTimeout, stage: testStage,
@@ -334,5 +348,34 @@ func TestLateHedgeTimeoutNotAFailure(t *testing.T) {
 	}
 	if failures[calls[0]] != 1 || failures[calls[1]] != 0 {
 		t.Fatalf("consecutive failures %v: want 1 for %s (had the whole lookup), 0 for the late hedge %s", failures, calls[0], calls[1])
+	}
+}
+
+// TestNotHeldNeitherHealsNorTrips: a 421 says the node's registration is
+// stale, not that it serves well: between two failures it does not reset
+// the breaker's count, so the second failure opens it (threshold 2), and
+// alone it opens nothing.
+func TestNotHeldNeitherHealsNorTrips(t *testing.T) {
+	var n atomic.Int64
+	answers := []behaviour{refused, status(421), refused}
+	s := &script{nodes: map[string]behaviour{"a": func(ctx context.Context, r *Request) (*Response, error) {
+		return answers[n.Add(1)-1](ctx, r)
+	}}}
+	tr := health.New(health.Options{FailureThreshold: 2, OpenTimeout: time.Hour})
+	p, err := New(Options{Upstream: s, Health: tr, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants := []error{ErrUnreachable, ErrGone, ErrUnreachable}
+	for i, want := range wants {
+		if _, err := p.Do(context.Background(), req("a")); !errors.Is(err, want) {
+			t.Fatalf("lookup %d: err %v, want %v", i, err, want)
+		}
+		if i == 1 && !tr.Node("a").Available() {
+			t.Fatal("a 421 after one failure opened the breaker")
+		}
+	}
+	if tr.Node("a").Available() {
+		t.Fatalf("breaker of a still closed after failure, 421, failure with threshold 2: %+v", tr.Status())
 	}
 }

@@ -85,15 +85,27 @@ func TestCacheHitHeaders(t *testing.T) {
 			lm = replicaLastModified
 		}
 		check("hit without a creation time", do(s, "GET", "/db/k"), lm, wantCT, 1)
-		// A cached key whose partition lost its replicas is not served.
+		// A cached key whose partition lost its replicas is still served
+		// from the cache: the version's value cannot have changed. A key
+		// not cached gets 502.
 		m = twoNodeMap()
 		v2 := m.DBs["db"]["v2"]
 		for p := range v2.Replicas {
 			v2.Replicas[p] = nil
 		}
 		mir.Publish(m)
+		if w := do(s, "GET", "/db/k"); w.Code != http.StatusOK || w.Body.String() != "v2:k" || w.Header().Get(wire.HeaderVersion) != "v2" {
+			t.Errorf("typed=%v: cached key without replicas: %d %q %v", typed, w.Code, w.Body.String(), w.Header())
+		}
+		if w := do(s, "GET", "/db/not-cached"); w.Code != http.StatusBadGateway || w.Header().Get(wire.HeaderVersion) != "v2" {
+			t.Errorf("typed=%v: key not cached, without replicas: %d %v", typed, w.Code, w.Header())
+		}
+		// Once the version leaves the map, its cached keys are not served.
+		m = twoNodeMap()
+		delete(m.DBs["db"], "v2")
+		mir.Publish(m)
 		if w := do(s, "GET", "/db/k"); w.Code != http.StatusBadGateway || w.Header().Get(wire.HeaderVersion) != "v2" {
-			t.Errorf("typed=%v: cached key without replicas: %d %v", typed, w.Code, w.Header())
+			t.Errorf("typed=%v: cached key of a version gone from the map: %d %v", typed, w.Code, w.Header())
 		}
 	}
 }

@@ -54,6 +54,12 @@ func FuzzServeHTTP(f *testing.F) {
 		if !allowed[w.Code] {
 			t.Fatalf("%q %q pin %q: status %d", method, target, pin, w.Code)
 		}
+		if w.Code == 410 && r.Header.Get(wire.HeaderVersion) == "" {
+			t.Fatalf("%q %q: 410 for a request that pinned nothing", method, target)
+		}
+		if w.Code == 400 && strings.Contains(w.Body.String(), "wire") {
+			t.Fatalf("%q %q: 400 body echoes an internal error: %q", method, target, w.Body.String())
+		}
 		nodes.mu.Lock()
 		contacts := append([]string(nil), nodes.contacts[before:]...)
 		keys := append([]string(nil), nodes.keys[before:]...)

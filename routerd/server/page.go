@@ -26,6 +26,7 @@ type pageDB struct {
 type pageVersion struct {
 	Name       string
 	State      string
+	Reason     string
 	Complete   bool
 	Created    string
 	Partitions []pagePartition
@@ -63,7 +64,7 @@ func pageData(st Status, db string) page {
 		sort.Sort(sort.Reverse(sort.StringSlice(vnames)))
 		for _, vn := range vnames {
 			v := d.Versions[vn]
-			pv := pageVersion{Name: vn, State: v.State, Complete: v.Complete, Created: v.Created.UTC().Format("2006-01-02 15:04:05 MST")}
+			pv := pageVersion{Name: vn, State: v.State, Reason: v.Reason, Complete: v.Complete, Created: v.Created.UTC().Format("2006-01-02 15:04:05 MST")}
 			for i, r := range v.Replicas {
 				pv.Partitions = append(pv.Partitions, pagePartition{Index: i, Replicas: strings.Join(r, ", "), Missing: len(r) == 0})
 			}
@@ -81,7 +82,7 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-variant-numeric:tabular-nums}
 th{background:#f3f3f3}
-.ACTIVE{color:#060;font-weight:bold}.BUILDING{color:#a60}.REMOVING{color:#777}
+.ACTIVE{color:#060;font-weight:bold}.BUILDING{color:#a60}.REMOVING{color:#777}.ERROR{color:#b00;font-weight:bold}
 .open{color:#b00;font-weight:bold}.half-open{color:#a60}.closed{color:#060}
 .missing{background:#fdd}
 </style></head><body>
@@ -90,7 +91,7 @@ th{background:#f3f3f3}
 <h2>Databases</h2>
 {{range $db := .DBs}}<section class="db" id="db-{{.Name}}">
 <h3>{{.Name}} — serving {{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</h3>
-{{range .Versions}}<h4>version {{.Name}}: <span class="{{.State}}">{{.State}}</span>{{if not .Complete}} (incomplete){{end}}, built {{.Created}}</h4>
+{{range .Versions}}<h4>version {{.Name}}: <span class="{{.State}}">{{.State}}</span>{{if .Reason}} ({{.Reason}}){{end}}{{if not .Complete}} (incomplete){{end}}, built {{.Created}}</h4>
 <table class="partitions" data-db="{{$db.Name}}" data-version="{{.Name}}">
 <thead><tr><th>partition</th><th>replicas</th></tr></thead><tbody>
 {{range .Partitions}}<tr{{if .Missing}} class="missing"{{end}}><td>{{.Index}}</td><td>{{if .Missing}}none{{else}}{{.Replicas}}{{end}}</td></tr>

@@ -141,8 +141,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code := 0
 		switch {
 		case err != nil:
-			code = badPathStatus(err)
-			httpError(w, code, err.Error())
+			var msg string
+			code, msg = wire.StatusOf(err)
+			httpError(w, code, msg)
 		case !t.HasKey:
 			s.serveStatus(w, r, t.DB)
 			return
@@ -153,14 +154,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func badPathStatus(err error) int {
-	if errors.Is(err, wire.ErrKeyTooLong) {
-		return http.StatusRequestURITooLong
-	}
-	return http.StatusBadRequest
-}
-
-// lookup answers one key and returns the status it wrote.
+// lookup answers one key and returns the status it wrote. A request that
+// pins no version never gets 410: routerd chose the version for it.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) int {
 	st := s.table.Current()
 	versions := st.Map.DBs[t.DB]
@@ -175,7 +170,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) i
 	case versions == nil:
 		return httpError(w, http.StatusNotFound, "no such db")
 	case pinned && versions[version] == nil:
-		return httpError(w, http.StatusGone, "version not held by any replica")
+		return httpError(w, wire.StatusVersionGone, "version not held by any replica")
 	case !pinned:
 		if version = st.Served(t.DB); version == "" {
 			return httpError(w, http.StatusNotFound, "db has no complete version yet")
@@ -187,20 +182,22 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) i
 		// The served version left the map, and an older one is never
 		// served instead.
 		h[wire.HeaderVersion] = []string{version}
-		return httpError(w, http.StatusBadGateway, "no replica of the served version is known")
+		return httpError(w, wire.StatusNoReplica, "no replica of the served version is known")
 	}
-	replicas := registered(st.Map, v.Replicas[hashring.Partition(t.Key, v.NumPartitions)])
-	if len(replicas) == 0 {
-		h[wire.HeaderVersion] = []string{version}
-		if pinned {
-			return httpError(w, http.StatusGone, "no replica holds the key's partition of this version")
-		}
-		return httpError(w, http.StatusBadGateway, "no replica of the key's partition is known")
-	}
-	// A hit skips building the fill function and the request.
+	// A hit skips building the fill function and the request. It is
+	// answered even while no replica is reachable: a version never
+	// changes, so the cached value is still the version's value.
 	ck := cache.Key{DB: t.DB, Version: version, Key: t.KeyString}
 	a, ok := s.cache.Cached(ck)
 	if !ok {
+		replicas := registered(st.Map, v.Replicas[hashring.Partition(t.Key, v.NumPartitions)])
+		if len(replicas) == 0 {
+			h[wire.HeaderVersion] = []string{version}
+			if pinned {
+				return httpError(w, wire.StatusVersionGone, "no replica holds the key's partition of this version")
+			}
+			return httpError(w, wire.StatusNoReplica, "no replica of the key's partition is known")
+		}
 		var err error
 		a, _, err = s.cache.Get(r.Context(), ck, func(ctx context.Context) (*answer, bool, error) {
 			resp, err := s.proxy.Do(ctx, &proxy.Request{DB: t.DB, Version: version, Key: t.Key, Replicas: replicas})
@@ -210,8 +207,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) i
 			return s.newAnswer(version, v, resp), true, nil
 		})
 		if err != nil {
-			h[wire.HeaderVersion] = []string{version}
-			return s.proxyError(w, err)
+			return s.proxyError(w, err, version, pinned)
 		}
 	}
 	h[wire.HeaderVersion] = a.version
@@ -248,20 +244,33 @@ func registered(m *topo.Map, replicas []string) []string {
 	return replicas
 }
 
-func (s *Server) proxyError(w http.ResponseWriter, err error) int {
+// proxyError answers a lookup of version that failed with err. A 410 is
+// for a client that pinned the version; routerd's own choice, when no
+// replica holds it any more, is its error (502), or, when every replica
+// says the db is gone, the db's absence (404, without a version, as for
+// any db that does not exist).
+func (s *Server) proxyError(w http.ResponseWriter, err error, version string, pinned bool) int {
+	h := w.Header()
+	if pinned || !errors.Is(err, proxy.ErrNoDB) {
+		h[wire.HeaderVersion] = []string{version}
+	}
 	var shed *proxy.ShedError
 	switch {
 	case errors.As(err, &shed):
-		w.Header().Set("Retry-After", shed.RetryAfter)
-		return httpError(w, http.StatusServiceUnavailable, "every replica is shedding load")
+		h.Set("Retry-After", shed.RetryAfter)
+		return httpError(w, wire.StatusUnavailable, "every replica is shedding load")
 	case errors.Is(err, proxy.ErrTimeout):
-		return httpError(w, http.StatusGatewayTimeout, "all tried replicas timed out")
+		return httpError(w, wire.StatusTimeout, "all tried replicas timed out")
+	case pinned && (errors.Is(err, proxy.ErrGone) || errors.Is(err, proxy.ErrNoDB)):
+		return httpError(w, wire.StatusVersionGone, "no replica holds this version")
+	case errors.Is(err, proxy.ErrNoDB):
+		return httpError(w, http.StatusNotFound, "no such db")
 	case errors.Is(err, proxy.ErrGone):
-		return httpError(w, http.StatusGone, "no replica holds this version")
+		return httpError(w, wire.StatusNoReplica, "no replica holds the served version")
 	case errors.Is(err, context.Canceled):
 		return 499 // the client left; nobody reads what we write
 	default:
-		return httpError(w, http.StatusBadGateway, "no replica reachable")
+		return httpError(w, wire.StatusNoReplica, "no replica reachable")
 	}
 }
 

@@ -44,6 +44,9 @@ func (f *fakeNodes) Get(ctx context.Context, addr string, req *proxy.Request) (*
 	case code == -2:
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case code == -3:
+		// 410 from a node that knows the db: it names its own version.
+		return &proxy.Response{Status: 410, Version: "v9"}, nil
 	case code != 0:
 		return &proxy.Response{Status: code, RetryAfter: "7"}, nil
 	case missing:
@@ -133,7 +136,8 @@ func TestLookupStatuses(t *testing.T) {
 		{"GET", "/db/nokey", nil, 404, "v2", ""},
 		{"GET", "/nodb/k", nil, 404, "", ""},
 		{"GET", "/half/k", nil, 404, "", ""},
-		{"GET", "/db/", nil, 400, "", ""},
+		{"GET", "/db/", nil, 400, "", "empty key\n"},
+		{"GET", "/_x/k", nil, 400, "", "bad path\n"},
 		{"GET", "/db/" + strings.Repeat("x", wire.MaxKeyLen+1), nil, 414, "", ""},
 		{"POST", "/db/k1", nil, 405, "", ""},
 		{"DELETE", "/", nil, 405, "", ""},
@@ -150,6 +154,9 @@ func TestLookupStatuses(t *testing.T) {
 		}
 		if tc.code == 405 && w.Header().Get("Allow") != "GET, HEAD" {
 			t.Errorf("%s: Allow %q", name, w.Header().Get("Allow"))
+		}
+		if tc.code == 400 && w.Body.String() != tc.body {
+			t.Errorf("%s: body %q, want the plain %q", name, w.Body.String(), tc.body)
 		}
 		if tc.code == 200 {
 			if w.Body.String() != tc.body {
@@ -192,6 +199,21 @@ func TestLookupFailures(t *testing.T) {
 	f.set("b:1", 410)
 	if w := do(s, "GET", "/db/k", wire.HeaderVersion, "v1"); w.Code != 410 {
 		t.Fatalf("all gone: %d", w.Code)
+	}
+	// Unpinned, a request never gets 410: the db is gone everywhere
+	// (410 without a version) is 404 without a version, as for any db
+	// that does not exist...
+	if w := do(s, "GET", "/db/k"); w.Code != 404 || w.Header().Get(wire.HeaderVersion) != "" {
+		t.Fatalf("unpinned, db gone on every replica: %d %v", w.Code, w.Header())
+	}
+	// ...and the served version gone while the db is known is routerd's
+	// failure to reach it, 502.
+	f.set("a:1", -3)
+	if w := do(s, "GET", "/db/k"); w.Code != 502 || w.Header().Get(wire.HeaderVersion) != "v2" {
+		t.Fatalf("unpinned, served version gone: %d %v", w.Code, w.Header())
+	}
+	if w := do(s, "GET", "/db/k", wire.HeaderVersion, "v2"); w.Code != 410 {
+		t.Fatalf("pinned, version gone: %d", w.Code)
 	}
 	// A partition with no replica: 502 for the served version.
 	var b topo.Builder

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"spangle/routerd/cache"
 	"spangle/routerd/health"
+	"spangle/routerd/partmap"
+	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
 
@@ -30,7 +33,9 @@ type DBStatus struct {
 
 // VersionStatus is one version and where its partitions live.
 type VersionStatus struct {
+	// State and Reason are what /healthz says of the version.
 	State         string    `json:"state"`
+	Reason        string    `json:"reason,omitempty"`
 	NumPartitions int       `json:"num_partitions"`
 	Created       time.Time `json:"created"`
 	Complete      bool      `json:"complete"`
@@ -65,8 +70,10 @@ func (s *Server) Status(db string) Status {
 			for p, r := range v.Replicas {
 				reps[p] = registered(m, r)
 			}
+			vh := versionHealth(st, name, vname, v)
 			ds.Versions[vname] = VersionStatus{
-				State:         st.VersionState(name, vname),
+				State:         vh.State,
+				Reason:        vh.Reason,
 				NumPartitions: v.NumPartitions,
 				Created:       v.Created,
 				Complete:      v.Complete(s.table.MinReplication()),
@@ -125,21 +132,50 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, db string) 
 }
 
 // serveHealth answers /healthz in sequins' shape: 200 when some db has a
-// version served.
+// version served that a replica can answer from.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	st := s.table.Current()
 	out := map[string]map[string]wire.Health{}
 	code := http.StatusNotFound
 	for db, versions := range st.Map.DBs {
 		out[db] = map[string]wire.Health{}
-		for v := range versions {
-			out[db][v] = wire.Health{State: st.VersionState(db, v)}
+		for name, v := range versions {
+			h := versionHealth(st, db, name, v)
+			out[db][name] = h
+			if h.State == wire.StateActive {
+				code = http.StatusOK
+			}
 		}
-		if st.Served(db) != "" {
-			code = http.StatusOK
+		if served := st.Served(db); served != "" && versions[served] == nil {
+			out[db][served] = wire.Health{State: wire.StateError, Reason: "unavailable: the served version left the cluster map"}
 		}
 	}
 	writeJSON(w, r, code, out)
+}
+
+// versionHealth is a version's state as /healthz and the status page
+// show it. The served version is ACTIVE while a replica of any of its
+// partitions is a live node; with none, the db is unavailable (ERROR,
+// and lookups get 502), though routerd still knows it; with only some
+// partitions left without one, it stays ACTIVE with a reason.
+func versionHealth(st *partmap.State, db, name string, v *topo.Version) wire.Health {
+	h := wire.Health{State: st.VersionState(db, name)}
+	if h.State != wire.StateActive {
+		return h
+	}
+	missing := 0
+	for _, r := range v.Replicas {
+		if len(registered(st.Map, r)) == 0 {
+			missing++
+		}
+	}
+	switch {
+	case missing == len(v.Replicas):
+		h.State, h.Reason = wire.StateError, "unavailable: no replica of the served version is reachable"
+	case missing > 0:
+		h.Reason = fmt.Sprintf("degraded: %d of %d partitions have no reachable replica", missing, len(v.Replicas))
+	}
+	return h
 }
 
 func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {

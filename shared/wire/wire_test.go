@@ -69,3 +69,29 @@ func FuzzParsePath(f *testing.F) {
 		}
 	})
 }
+
+// TestStatusOf: every error of ParsePath maps to its status with a plain
+// message that echoes neither the package nor the input.
+func TestStatusOf(t *testing.T) {
+	cases := []struct {
+		path string
+		code int
+		msg  string
+	}{
+		{"/db/" + strings.Repeat("k", MaxKeyLen+1), 414, "key too long"},
+		{"/db/", 400, "empty key"},
+		{"/db/%zz", 400, "bad path"},
+		{"/_hidden/k", 400, "bad path"},
+		{"/", 400, "bad path"},
+	}
+	for _, c := range cases {
+		_, err := ParsePath(c.path)
+		if err == nil {
+			t.Fatalf("ParsePath(%.40q): no error", c.path)
+		}
+		code, msg := StatusOf(err)
+		if code != c.code || msg != c.msg {
+			t.Errorf("StatusOf(ParsePath(%.40q)) = %d %q, want %d %q", c.path, code, msg, c.code, c.msg)
+		}
+	}
+}

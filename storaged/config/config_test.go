@@ -110,6 +110,21 @@ func TestFlagsOverrideFile(t *testing.T) {
 	}
 }
 
+// TestNegativeDurationFlags: every duration flag given a negative value
+// is refused with its name, as TOML refuses one, rather than ignored;
+// zero stays accepted.
+func TestNegativeDurationFlags(t *testing.T) {
+	for _, f := range []string{"time-to-converge", "zk-session-timeout", "zk-connect-timeout", "test-delay", "refresh-period", "version-retention"} {
+		_, err := Parse([]string{"--source", "/a", "--" + f + "=-2s"}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--"+f) {
+			t.Errorf("--%s=-2s: err %v, want one naming the flag", f, err)
+		}
+	}
+	if c, err := Parse([]string{"--source", "/a", "--refresh-period=0s"}, io.Discard); err != nil || c.RefreshPeriod != 0 {
+		t.Errorf("--refresh-period=0s: %v, %v", c.RefreshPeriod, err)
+	}
+}
+
 func TestClusterMode(t *testing.T) {
 	c := Default()
 	c.Source = "/a"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // Parse reads the command line: --config loads a TOML file over the
@@ -38,6 +39,9 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("config: unexpected arguments %q", fs.Args())
+	}
+	if err := negativeDurations(fs); err != nil {
+		return Config{}, err
 	}
 	c := Default()
 	if *path != "" {
@@ -102,4 +106,17 @@ func Parse(args []string, out io.Writer) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// negativeDurations rejects a duration flag given a negative value, as
+// Decode rejects one in TOML: the defaults below use negative values to
+// mean "not given", so a negative value given would be silently ignored.
+func negativeDurations(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if d, ok := f.Value.(flag.Getter).Get().(time.Duration); ok && d < 0 && err == nil {
+			err = fmt.Errorf("config: --%s: must not be negative (got %v)", f.Name, d)
+		}
+	})
+	return err
 }

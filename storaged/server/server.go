@@ -146,12 +146,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := wire.ParsePath(path)
 	switch {
-	case errors.Is(err, wire.ErrKeyTooLong):
-		s.observe(start, httpError(w, r, http.StatusRequestURITooLong, "key too long"))
-	case errors.Is(err, wire.ErrEmptyKey):
-		s.observe(start, httpError(w, r, http.StatusBadRequest, "empty key"))
 	case err != nil:
-		s.observe(start, httpError(w, r, http.StatusBadRequest, "bad path"))
+		code, msg := wire.StatusOf(err)
+		s.observe(start, httpError(w, r, code, msg))
 	case !t.HasKey:
 		s.observe(start, s.serveStatus(w, r, t.DB))
 	default:
@@ -169,11 +166,11 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 	defer s.inflight.Add(-1)
 	if s.opts.MaxInflight > 0 && n > int64(s.opts.MaxInflight) {
 		w.Header()["Retry-After"] = s.retryAfter
-		return httpError(w, r, http.StatusServiceUnavailable, "overloaded")
+		return httpError(w, r, wire.StatusUnavailable, "overloaded")
 	}
 	if s.opts.Delay > 0 {
 		if err := sleep(r.Context(), s.opts.Delay); err != nil {
-			return httpError(w, r, http.StatusServiceUnavailable, "cancelled")
+			return httpError(w, r, wire.StatusUnavailable, "cancelled")
 		}
 	}
 	var pinned string
@@ -183,7 +180,12 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 	v, err := s.opts.Versions.Acquire(db, pinned)
 	if err != nil {
 		if errors.Is(err, versions.ErrVersionNotHeld) {
-			return httpError(w, r, http.StatusGone, "version not held")
+			// The header tells a router whether this node knows the db
+			// at all: without it, the db is gone here.
+			if cur := s.opts.Versions.CurrentVersion(db); cur != "" {
+				w.Header()[wire.HeaderVersion] = []string{cur}
+			}
+			return httpError(w, r, wire.StatusVersionGone, "version not held")
 		}
 		return httpError(w, r, http.StatusNotFound, "no such db")
 	}
@@ -199,14 +201,14 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 	case errors.Is(err, versions.ErrNotFound):
 		return httpError(w, r, http.StatusNotFound, "key not found")
 	case errors.Is(err, versions.ErrPartitionNotHeld):
-		return httpError(w, r, http.StatusMisdirectedRequest, "partition not held by this node")
+		return httpError(w, r, wire.StatusNotHeld, "partition not held by this node")
 	case errors.Is(err, versions.ErrPartitionCorrupt):
 		// Not this node's fault for good, nor the key's: another replica
 		// answers it (routerd tries one at once), and so does this node
 		// once the partition is rebuilt.
 		s.log.Debug("lookup read a corrupt block", zap.String("db", db), zap.String("version", v.Name), zap.Error(err))
 		w.Header()["Retry-After"] = s.retryAfter
-		return httpError(w, r, http.StatusServiceUnavailable, "partition corrupt on this node; being rebuilt")
+		return httpError(w, r, wire.StatusUnavailable, "partition corrupt on this node; being rebuilt")
 	default:
 		s.log.Error("lookup failed", zap.String("db", db), zap.String("version", v.Name), zap.Error(err))
 		return httpError(w, r, http.StatusInternalServerError, "lookup failed")

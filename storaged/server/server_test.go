@@ -148,7 +148,7 @@ func TestHTTPContract(t *testing.T) {
 		{"delete status", "DELETE", "/", nil, 405, "", "-"},
 		{"pinned current", "GET", "/bin/a%2Fb%2Fc", []string{wire.HeaderVersion, "v2"}, 200, "v2:slashes", "v2"},
 		{"pinned older", "GET", "/bin/a/b/c", []string{wire.HeaderVersion, "v1"}, 200, "slashes", "v1"},
-		{"pinned unknown version", "GET", "/bin/a/b/c", []string{wire.HeaderVersion, "v0"}, 410, "", "-"},
+		{"pinned unknown version", "GET", "/bin/a/b/c", []string{wire.HeaderVersion, "v0"}, 410, "", "v2"},
 		{"pinned unknown db", "GET", "/nope/a", []string{wire.HeaderVersion, "v1"}, 410, "", "-"},
 		{"percent key", "GET", "/bin/100%25", nil, 200, "v2:percent", "v2"},
 		{"binary key", "GET", "/bin/%00%FF%01", nil, 200, "v2:\x00binary\xff", "v2"},

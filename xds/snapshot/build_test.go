@@ -146,6 +146,10 @@ func TestBuild(t *testing.T) {
 	if rp.GetRetryOn() != RetryOn || rp.GetNumRetries().GetValue() != 1 || rp.GetPerTryTimeout().AsDuration() != 40*time.Millisecond {
 		t.Errorf("route a/1 retry policy %v", rp)
 	}
+	// Envoy asks another replica on a 410 and a 421, as routerd does.
+	if c := rp.GetRetriableStatusCodes(); len(c) != 2 || c[0] != 410 || c[1] != 421 {
+		t.Errorf("route a/1 retriable status codes %v, want [410 421]", c)
+	}
 	if !act.GetHedgePolicy().GetHedgeOnPerTryTimeout() {
 		t.Errorf("route a/1 does not hedge")
 	}

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"time"
+
+	"spangle/shared/wire"
 )
 
 // Defaults of Options, chosen to match routerd's own proxying defaults
@@ -25,10 +27,11 @@ const (
 )
 
 // RetriableStatusCodes are the answers after which Envoy asks another
-// replica, besides 5xx, resets and connect failures: 421 (the node does
-// not hold the partition, its registration is stale) and 410 (it no longer
-// holds the pinned version), as routerd does.
-var RetriableStatusCodes = []uint32{410, 421}
+// replica, besides 5xx, resets and connect failures: wire.StatusNotHeld
+// (the node does not hold the partition, its registration is stale) and
+// wire.StatusVersionGone (it no longer holds the pinned version), as
+// routerd does.
+var RetriableStatusCodes = []uint32{wire.StatusVersionGone, wire.StatusNotHeld}
 
 // Options shape the generated resources. Zero values mean the defaults
 // above; only RouterdAddr is required.

@@ -39,12 +39,14 @@ type Options struct {
 	Period time.Duration
 	// Timeout bounds one node's answer; default Period.
 	Timeout time.Duration
-	// Misses is how many polls in a row a node may fail before its
-	// replicas leave the map (default DefaultMisses). Until then the map
-	// keeps what it last said: like a ZooKeeper session timeout, it keeps
-	// one slow answer on a busy machine from taking a healthy node out,
-	// while the router's circuit breakers deal with a node that is really
-	// down.
+	// Misses is how many polls in a row a node may fail before it and
+	// its replicas leave the map (default DefaultMisses). Until then the
+	// map keeps what it last said: like a ZooKeeper session timeout, it
+	// keeps one slow answer on a busy machine from taking a healthy node
+	// out, while the router's circuit breakers deal with a node that is
+	// really down. The versions it last listed stay in the map, without
+	// its replicas, as ZooKeeper's persistent version entries outlive a
+	// node's session: a node that stops answering has not removed a db.
 	Misses int
 	// Client makes the requests; default a client of the Watcher's own
 	// that ignores proxy settings of the environment.
@@ -63,7 +65,7 @@ type Watcher struct {
 
 	mu     sync.Mutex                  // serializes polls
 	misses map[string]int              // guarded by mu; failed polls in a row, by address
-	last   map[string]*wire.NodeStatus // guarded by mu; last answer of each node in the map
+	last   map[string]*wire.NodeStatus // guarded by mu; last answer of each node ever read
 }
 
 // node is one storaged to read.
@@ -178,15 +180,14 @@ func (w *Watcher) Poll(ctx context.Context) {
 			w.misses[n.addr]++
 			switch m := w.misses[n.addr]; {
 			case m == w.opts.Misses:
-				delete(w.last, n.addr)
-				w.log.Warn("storaged does not answer; its replicas leave the map", zap.String("addr", n.addr),
-					zap.Int("polls_missed", m), zap.Error(errs[i]))
+				w.log.Warn("storaged does not answer; its replicas leave the map, the versions it listed stay known",
+					zap.String("addr", n.addr), zap.Int("polls_missed", m), zap.Error(errs[i]))
 			case m == 1:
 				w.log.Info("storaged missed a status poll", zap.String("addr", n.addr), zap.Error(errs[i]))
 			}
 		}
 		if st := w.last[n.addr]; st != nil {
-			add(&b, n.addr, st)
+			add(&b, n.addr, st, w.misses[n.addr] < w.opts.Misses)
 		}
 	}
 	next := b.Build(0)
@@ -198,9 +199,11 @@ func (w *Watcher) Poll(ctx context.Context) {
 
 // add records what one node says it serves: every version not in ERROR
 // whose partition count is known and of which it has loaded partitions,
-// with those partitions.
-func add(b *topo.Builder, addr string, st *wire.NodeStatus) {
-	b.AddNode(topo.Node{ID: st.Node.ID, ShardID: addr, Addr: addr, Started: st.Node.Started.UTC()})
+// with those partitions if the node is live, else without them.
+func add(b *topo.Builder, addr string, st *wire.NodeStatus, live bool) {
+	if live {
+		b.AddNode(topo.Node{ID: st.Node.ID, ShardID: addr, Addr: addr, Started: st.Node.Started.UTC()})
+	}
 	for db, ds := range st.DBs {
 		if !topo.ValidName(db) {
 			continue
@@ -210,6 +213,9 @@ func add(b *topo.Builder, addr string, st *wire.NodeStatus) {
 				continue
 			}
 			b.AddVersion(db, v, topo.VersionInfo{NumPartitions: vs.NumPartitions, Created: vs.Created.UTC()})
+			if !live {
+				continue
+			}
 			for _, p := range vs.Partitions {
 				if p >= 0 && p < vs.NumPartitions {
 					b.AddReplica(db, v, p, addr)

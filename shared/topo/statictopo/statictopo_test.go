@@ -107,8 +107,25 @@ func TestPollBuildsMapAndDropsSilentNodes(t *testing.T) {
 		"v2": {State: wire.StateActive, NumPartitions: 2, Partitions: []int{0, 1}, Created: created},
 	}))
 	w.Poll(ctx)
-	if m := w.Map(); !m.Version("names", "v2").Complete(1) || m.Version("names", "v1") != nil {
+	// v1 stays known, from silent n2's last word, without replicas.
+	if m := w.Map(); !m.Version("names", "v2").Complete(1) || m.Version("names", "v1") == nil ||
+		len(m.Replicas("names", "v1", 0))+len(m.Replicas("names", "v1", 1)) != 0 {
 		t.Errorf("after the switch to v2: %v", m.DBs["names"])
+	}
+	// With every node silent, the versions they last listed (v2 by n1,
+	// v1 by n2) stay known, without replicas: an outage is not a removal.
+	s1.Close()
+	for i := 0; i < statictopo.DefaultMisses; i++ {
+		w.Poll(ctx)
+	}
+	m = w.Map()
+	if len(m.Nodes) != 0 || !slices.Equal(m.VersionNames("names"), []string{"v1", "v2"}) {
+		t.Fatalf("with every node silent: nodes %v, versions %v; want none, v1 v2", m.Nodes, m.VersionNames("names"))
+	}
+	for _, v := range []string{"v1", "v2"} {
+		if reps := m.Version("names", v).Replicas; len(reps) != 2 || len(reps[0])+len(reps[1]) != 0 {
+			t.Fatalf("replicas of %s with every node silent = %v", v, reps)
+		}
 	}
 }
 
@@ -118,7 +135,9 @@ func TestRunStopsWithContext(t *testing.T) {
 	var st atomic.Pointer[wire.NodeStatus]
 	st.Store(status("n1", nil))
 	s := statusServer(t, &st)
-	w, err := statictopo.New(statictopo.Options{URLs: []string{s.URL}, Period: 10 * time.Millisecond})
+	// A read may take far more than a period on a loaded machine under
+	// -race: the timeout is not what this test is about.
+	w, err := statictopo.New(statictopo.Options{URLs: []string{s.URL}, Period: 10 * time.Millisecond, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

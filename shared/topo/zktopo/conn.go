@@ -159,15 +159,20 @@ func validPrefix(p string) bool {
 
 // zkLogger sends the ZooKeeper client's log to zap. The client logs a
 // failed dial about every second for as long as an outage lasts; the
-// first of an outage goes out at Info, the rest at Debug.
+// first of an outage goes out at Warn (the coordination service cannot
+// be reached: an operator should know), the rest at Debug.
 type zkLogger struct {
 	l       *zap.SugaredLogger
 	failing atomic.Bool // a dial failed since the last session came up
 }
 
 func (z *zkLogger) Printf(format string, args ...any) {
-	if strings.HasPrefix(format, "failed to connect") && z.failing.Swap(true) {
-		z.l.Debugf(format, args...)
+	if strings.HasPrefix(format, "failed to connect") {
+		if z.failing.Swap(true) {
+			z.l.Debugf(format, args...)
+		} else {
+			z.l.Warnf(format, args...)
+		}
 		return
 	}
 	z.l.Infof(format, args...)

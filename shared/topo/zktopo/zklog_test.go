@@ -1,7 +1,10 @@
 package zktopo
 
 import (
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -9,8 +12,9 @@ import (
 )
 
 // TestZKLoggerQuietDuringOutage: of the client's once-a-second "failed to
-// connect", only the first of an outage is at Info; other messages stay
-// at Info; a session coming up starts a new outage's count.
+// connect", only the first of an outage is logged, at Warn, the rest at
+// Debug; other messages stay at Info; a session coming up starts a new
+// outage's count.
 func TestZKLoggerQuietDuringOutage(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	z := &zkLogger{l: zap.New(core).Sugar()}
@@ -24,8 +28,8 @@ func TestZKLoggerQuietDuringOutage(t *testing.T) {
 	for _, e := range logs.All() {
 		levels = append(levels, e.Level)
 	}
-	want := []zapcore.Level{zapcore.InfoLevel, zapcore.DebugLevel, zapcore.DebugLevel, zapcore.DebugLevel, zapcore.DebugLevel,
-		zapcore.InfoLevel, zapcore.InfoLevel}
+	want := []zapcore.Level{zapcore.WarnLevel, zapcore.DebugLevel, zapcore.DebugLevel, zapcore.DebugLevel, zapcore.DebugLevel,
+		zapcore.InfoLevel, zapcore.WarnLevel}
 	if len(levels) != len(want) {
 		t.Fatalf("levels %v, want %v", levels, want)
 	}
@@ -33,5 +37,37 @@ func TestZKLoggerQuietDuringOutage(t *testing.T) {
 		if levels[i] != want[i] {
 			t.Fatalf("levels %v, want %v", levels, want)
 		}
+	}
+}
+
+// TestFailedConnectIsAWarning: a Conn whose ZooKeeper server refuses
+// connections (a real socket, closed) logs that at Warn.
+func TestFailedConnectIsAWarning(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: every dial is refused
+	core, logs := observer.New(zapcore.DebugLevel)
+	c, err := Open(Options{Servers: []string{addr}, Cluster: "c", Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, e := range logs.All() {
+			if strings.HasPrefix(e.Message, "failed to connect") {
+				if e.Level != zapcore.WarnLevel {
+					t.Fatalf("a failed connection logged at %v: %q", e.Level, e.Message)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed connection logged in 30s: %v", logs.All())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
