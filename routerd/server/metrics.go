@@ -1,17 +1,18 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sony/gobreaker/v2"
 )
 
-// metrics are one Server's, in its own registry, so that several servers
-// can live in one process (tests run whole clusters in one).
+// metrics are one Server's, in the registry its Options give (never the
+// global one), so that several servers can live in one process (tests run
+// whole clusters in one).
 type metrics struct {
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec
@@ -26,8 +27,7 @@ type metrics struct {
 	handler   http.Handler
 }
 
-func newMetrics() *metrics {
-	reg := prometheus.NewRegistry()
+func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -64,14 +64,17 @@ func newMetrics() *metrics {
 			Help: "Times a db started serving a newer version.",
 		}, []string{"db"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("server: registering metrics: %w", err)
+		}
+	}
 	m.byCode = map[int]prometheus.Counter{}
 	for _, c := range []int{200, 400, 404, 405, 410, 414, 499, 502, 503, 504} {
 		m.byCode[c] = m.requests.WithLabelValues(strconv.Itoa(c))
 	}
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-	return m
+	return m, nil
 }
 
 // observe counts one lookup.

@@ -1,8 +1,9 @@
-package server
+package daemon
 
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -29,6 +30,10 @@ func standIn(t *testing.T) (*httptest.Server, string) {
 	}))
 	return srv, strings.TrimPrefix(srv.URL, "http://")
 }
+
+// testProxyTimeout is generous: these tests are about starting and
+// stopping on loaded machines, not latency.
+const testProxyTimeout = 2 * time.Second
 
 // settle waits for the goroutine count to come back to at most n.
 func settle(t *testing.T, n int) {
@@ -93,7 +98,7 @@ func TestStartWithXDSStopsEverything(t *testing.T) {
 
 func TestStartFailsCleanly(t *testing.T) {
 	base := runtime.NumGoroutine()
-	l, _ := newLocalListener()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer l.Close()
 	cfg := config.Default()
 	cfg.Bind = l.Addr().String() // taken

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 			Logger:         log.Named("discovery"),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
+			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		// Run closes the session when ctx ends.
 		goRun(ctx, "zk discovery", w.Run)
@@ -38,7 +38,7 @@ func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 		Logger: log.Named("discovery"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	goRun(ctx, "static discovery", w.Run)
 	return w, nil
