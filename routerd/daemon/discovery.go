@@ -12,17 +12,18 @@ import (
 	"spangle/shared/topo/zktopo"
 )
 
-// openDiscovery returns the Watcher cfg asks for: ZooKeeper (zk/cluster)
-// or the static storaged list. Background work it needs runs through
+// openDiscovery returns the Watcher cfg asks for: ZooKeeper ([zk] and
+// [sharding] cluster_name) or the static storaged list. Background work it needs runs through
 // goRun, so that it stops with ctx and Wait waits for it.
 func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
 	if cfg.UseZK() {
 		w, err := zktopo.OpenWatcher(zktopo.Options{
-			Servers:        cfg.ZK,
-			Cluster:        cfg.Cluster,
-			Prefix:         cfg.ZKPrefix,
-			SessionTimeout: cfg.ZKSessionTimeout,
+			Servers:        cfg.ZK.Servers,
+			Cluster:        cfg.Sharding.ClusterName,
+			Prefix:         cfg.ZK.Prefix,
+			SessionTimeout: cfg.ZK.SessionTimeout,
+			ConnectTimeout: cfg.ZK.ConnectTimeout,
 			Logger:         log.Named("discovery"),
 		})
 		if err != nil {

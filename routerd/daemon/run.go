@@ -61,6 +61,9 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	if log == nil {
 		log = zap.NewNop()
 	}
+	for _, w := range cfg.Deprecated {
+		log.Warn(w)
+	}
 	r := &Routerd{}
 	ctx, cancel := context.WithCancel(ctx)
 	r.onError = cancel
@@ -85,7 +88,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := server.New(server.Options{
 		Watcher:           w,
-		MinReplication:    cfg.MinReplication,
+		MinReplication:    cfg.Sharding.MinReplication,
 		ProxyTimeout:      cfg.ProxyTimeout,
 		ProxyStageTimeout: cfg.ProxyStageTimeout,
 		HedgeBudget:       hedgeBudget(cfg.HedgeBudget),

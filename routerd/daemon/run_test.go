@@ -6,10 +6,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"spangle/routerd/config"
 	"spangle/shared/topo"
@@ -109,4 +114,31 @@ func TestStartFailsCleanly(t *testing.T) {
 		t.Fatal("Start on a taken port succeeded")
 	}
 	settle(t, base)
+}
+
+// A routerd started from a file with keys of the older names runs and
+// logs a warning that names each new key.
+func TestStartWarnsOfOldKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routerd.toml")
+	if err := os.WriteFile(path, []byte("bind = \"127.0.0.1:0\"\nreplication = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]string{"--config", path}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, cfg, Deps{Watcher: topo.NewMirror(), Logger: zap.New(core)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cancel()
+	if err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.FilterMessageSnippet("use sharding.replication").Len(); n != 1 {
+		t.Fatalf("%d warnings name sharding.replication; logged: %v", n, logs.All())
+	}
 }

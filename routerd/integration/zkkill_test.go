@@ -87,8 +87,8 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
 
 	cfg := config.Default()
-	cfg.ZK = []string{zks.Addr()}
-	cfg.Cluster = cluster
+	cfg.ZK.Servers = []string{zks.Addr()}
+	cfg.Sharding.ClusterName = cluster
 	cfg.CacheSize = 0
 	cfg.ProxyTimeout = failoverTimeout
 	cfg.ProxyStageTimeout = 100 * time.Millisecond
