@@ -7,13 +7,12 @@ import (
 	"net"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"spangle/routerd/config"
 	"spangle/routerd/health"
 	"spangle/routerd/server"
+	"spangle/shared/metrics"
 	"spangle/shared/topo"
 	xdsserver "spangle/xds/server"
 )
@@ -84,8 +83,6 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 			return nil, err
 		}
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := server.New(server.Options{
 		Watcher:           w,
 		MinReplication:    cfg.Sharding.MinReplication,
@@ -95,7 +92,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		CacheBytes:        cfg.CacheSize,
 		ContentType:       cfg.ContentType,
 		Health:            deps.Health,
-		Registry:          reg,
+		Registry:          metrics.NewRegistry(),
 		Logger:            log,
 	})
 	if err != nil {

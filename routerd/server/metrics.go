@@ -31,36 +31,36 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "routerd_requests_total",
+			Name: "spangle_routerd_requests_total",
 			Help: "Key lookups answered, by HTTP status.",
 		}, []string{"code"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "routerd_request_duration_seconds",
+			Name:    "spangle_routerd_request_duration_seconds",
 			Help:    "Time to answer a key lookup.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 		}),
 		hedges: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_hedges_started_total",
+			Name: "spangle_routerd_hedges_started_total",
 			Help: "Requests started to another replica because the first was slow.",
 		}),
 		hedgesWon: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_hedges_won_total",
+			Name: "spangle_routerd_hedges_won_total",
 			Help: "Hedged requests whose answer was the one returned.",
 		}),
 		breaker: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "routerd_breaker_transitions_total",
+			Name: "spangle_routerd_breaker_transitions_total",
 			Help: "Circuit breaker state changes, by node and new state.",
 		}, []string{"node", "to"}),
 		hits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_cache_hits_total",
+			Name: "spangle_routerd_cache_hits_total",
 			Help: "Lookups answered from the hot-key cache.",
 		}),
 		misses: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_cache_misses_total",
+			Name: "spangle_routerd_cache_misses_total",
 			Help: "Lookups not found in the hot-key cache.",
 		}),
 		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "routerd_version_switches_total",
+			Name: "spangle_routerd_version_switches_total",
 			Help: "Times a db started serving a newer version.",
 		}, []string{"db"}),
 	}

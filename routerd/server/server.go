@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"spangle/routerd/cache"
@@ -18,6 +17,7 @@ import (
 	"spangle/routerd/partmap"
 	"spangle/routerd/proxy"
 	"spangle/shared/hashring"
+	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -48,7 +48,8 @@ type Options struct {
 	// Health tunes the per-node breakers.
 	Health health.Options
 	// Registry receives the server's metrics and is what /metrics serves;
-	// default a new registry (never the global one).
+	// default a new registry of shared/metrics (never the global one).
+	// The daemon makes one and passes it here.
 	Registry *prometheus.Registry
 	Logger   *zap.Logger
 }
@@ -82,8 +83,7 @@ func New(opts Options) (*Server, error) {
 		opts.HedgeBudget = proxy.DefaultHedgeRatio
 	}
 	if opts.Registry == nil {
-		opts.Registry = prometheus.NewRegistry()
-		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Registry = sharedmetrics.NewRegistry()
 	}
 	m, err := newMetrics(opts.Registry)
 	if err != nil {
