@@ -70,9 +70,10 @@ type Config struct {
 	Sharding Sharding `toml:"sharding"`
 	ZK       ZK       `toml:"zk"`
 
-	// Deprecated lists a warning for each older key the file used
-	// (renamed.go); the daemon logs them once it has a logger.
-	Deprecated []string `toml:"-"`
+	// Deprecated lists the older keys the file used and their new names
+	// (renamed.go); the daemon logs a warning for each once it has a
+	// logger.
+	Deprecated []Renamed `toml:"-"`
 }
 
 // Sharding is what routerd knows of the cluster's sharding: storaged's
@@ -132,7 +133,7 @@ func Load(path string, c *Config) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	data, warnings, err := rename(string(b))
+	data, old, err := rename(string(b))
 	if err != nil {
 		return fmt.Errorf("config: %s: %w", path, err)
 	}
@@ -143,7 +144,7 @@ func Load(path string, c *Config) error {
 	if und := md.Undecoded(); len(und) > 0 {
 		return fmt.Errorf("config: %s: unknown keys %v", path, und)
 	}
-	c.Deprecated = append(c.Deprecated, warnings...)
+	c.Deprecated = append(c.Deprecated, old...)
 	return nil
 }
 

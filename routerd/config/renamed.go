@@ -7,11 +7,17 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
+// Renamed is an older key a file used and the key that replaced it.
+type Renamed struct {
+	Old, New string
+}
+
 // renamed lists the keys of older routerd files and the keys that replaced
 // them, storaged's names for the same settings. A file with an old key
-// still loads, so no deployed config breaks, and each old key leaves a
-// warning naming its new key. The flags kept their names.
-var renamed = []struct{ old, new string }{
+// still loads, so no deployed config breaks, and each old key is reported
+// with its new name so that the daemon can warn. The flags kept their
+// names.
+var renamed = []Renamed{
 	{"zk", "zk.servers"}, // only as a list: the new [zk] is a table
 	{"zk_prefix", "zk.prefix"},
 	{"zk_session_timeout", "zk.session_timeout"},
@@ -21,22 +27,22 @@ var renamed = []struct{ old, new string }{
 }
 
 // rename rewrites the old keys of the TOML document data as their new
-// ones and returns the document to decode and a warning per old key. A
+// ones and returns the document to decode and the keys it renamed. A
 // document without old keys comes back unchanged, so its errors keep
 // their line numbers.
-func rename(data string) (string, []string, error) {
+func rename(data string) (string, []Renamed, error) {
 	var raw map[string]any
 	if _, err := toml.Decode(data, &raw); err != nil {
 		return "", nil, err
 	}
-	var warnings []string
+	var done []Renamed
 	for _, r := range renamed {
-		v, ok := raw[r.old]
+		v, ok := raw[r.Old]
 		if _, table := v.(map[string]any); !ok || table {
 			continue
 		}
-		section, key, _ := strings.Cut(r.new, ".")
-		delete(raw, r.old)
+		section, key, _ := strings.Cut(r.New, ".")
+		delete(raw, r.Old)
 		t, ok := raw[section].(map[string]any)
 		if !ok {
 			if raw[section] != nil {
@@ -46,17 +52,17 @@ func rename(data string) (string, []string, error) {
 			raw[section] = t
 		}
 		if _, dup := t[key]; dup {
-			return "", nil, fmt.Errorf("both %s and its new name %s are set; keep %s", r.old, r.new, r.new)
+			return "", nil, fmt.Errorf("both %s and its new name %s are set; keep %s", r.Old, r.New, r.New)
 		}
 		t[key] = v
-		warnings = append(warnings, fmt.Sprintf("config: key %s is deprecated; use %s", r.old, r.new))
+		done = append(done, r)
 	}
-	if len(warnings) == 0 {
+	if len(done) == 0 {
 		return data, nil, nil
 	}
 	var b strings.Builder
 	if err := toml.NewEncoder(&b).Encode(raw); err != nil {
 		return "", nil, fmt.Errorf("re-encoding the renamed keys: %w", err)
 	}
-	return b.String(), warnings, nil
+	return b.String(), done, nil
 }

@@ -60,8 +60,8 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	if log == nil {
 		log = zap.NewNop()
 	}
-	for _, w := range cfg.Deprecated {
-		log.Warn(w)
+	for _, d := range cfg.Deprecated {
+		log.Warn("routerd: config key is deprecated; use its new name", zap.String("key", d.Old), zap.String("use", d.New))
 	}
 	r := &Routerd{}
 	ctx, cancel := context.WithCancel(ctx)

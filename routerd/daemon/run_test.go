@@ -138,7 +138,9 @@ func TestStartWarnsOfOldKeys(t *testing.T) {
 	if err := r.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if n := logs.FilterMessageSnippet("use sharding.replication").Len(); n != 1 {
-		t.Fatalf("%d warnings name sharding.replication; logged: %v", n, logs.All())
+	warned := logs.FilterMessageSnippet("deprecated").FilterField(zap.String("key", "replication")).
+		FilterField(zap.String("use", "sharding.replication"))
+	if warned.Len() != 1 || logs.Len() != 1 {
+		t.Fatalf("%d warnings name sharding.replication; logged: %v", warned.Len(), logs.All())
 	}
 }
