@@ -13,8 +13,9 @@ import (
 )
 
 // openDiscovery returns the Watcher cfg asks for: ZooKeeper ([zk] and
-// [sharding] cluster_name) or the static storaged list. Background work it needs runs through
-// goRun, so that it stops with ctx and Wait waits for it.
+// [sharding] cluster_name) or the static storaged list. Background work
+// it needs runs through goRun, so that it stops with ctx and Wait waits
+// for it.
 func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
 	if cfg.UseZK() {
