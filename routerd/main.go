@@ -1,5 +1,6 @@
 // Command routerd is spangle's router sidecar: it answers key lookups
-// from the storaged replicas that hold them. See routerd/server.
+// from the storaged replicas that hold them. See the package
+// spangle/routerd/daemon and docs/design.md.
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/routerd/config"
-	"spangle/routerd/server"
+	"spangle/routerd/daemon"
 	"spangle/shared/gcpace"
 	"spangle/shared/logging"
 )
@@ -42,7 +43,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
-	if err := server.Run(ctx, cfg, log); err != nil {
+	if err := daemon.Run(ctx, cfg, log); err != nil {
 		log.Error("routerd: stopped", zap.Error(err))
 		os.Exit(1)
 	}

@@ -1,7 +1,9 @@
 // Package shared_test holds the module's dependency rule, checked with
 // go list so that a wrong import fails a test rather than a code review:
 // shared imports nothing else of ours, storaged and routerd never import
-// each other, xds imports only shared, and routerd may embed xds.
+// each other, xds imports only shared, and routerd may embed xds. Inside
+// each daemon, the HTTP package stays HTTP only: the wiring lives in the
+// daemon package above it.
 package shared_test
 
 import (
@@ -19,24 +21,53 @@ var allowed = map[string][]string{
 	"routerd":  {"routerd", "shared", "xds"},
 }
 
+// httpOnly lists, for each daemon's HTTP package, what it must not depend
+// on: its daemon package (which imports it), its config, and the
+// discovery backends and xDS server that the daemon wires up.
+var httpOnly = map[string][]string{
+	"routerd/server":  {"routerd/daemon", "routerd/config", "shared/topo/zktopo", "shared/topo/statictopo", "xds"},
+	"storaged/server": {"storaged/daemon", "storaged/config", "shared/topo/zktopo", "shared/topo/statictopo"},
+}
+
+// deps lists the packages of spangle that pattern depends on, without
+// the "spangle/" prefix.
+func deps(t *testing.T, pattern string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "spangle/"+pattern).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", pattern, err, out)
+	}
+	var ours []string
+	for _, pkg := range strings.Fields(string(out)) {
+		if rest, ok := strings.CutPrefix(pkg, "spangle/"); ok {
+			ours = append(ours, rest)
+		}
+	}
+	return ours
+}
+
 func TestDependencyRule(t *testing.T) {
 	for part, may := range allowed {
-		out, err := exec.Command("go", "list", "-deps", "spangle/"+part+"/...").CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %s: %v\n%s", part, err, out)
-		}
-		for _, pkg := range strings.Fields(string(out)) {
-			rest, ours := strings.CutPrefix(pkg, "spangle/")
-			if !ours {
-				continue
-			}
+		for _, rest := range deps(t, part+"/...") {
 			top, _, _ := strings.Cut(rest, "/")
 			ok := false
 			for _, m := range may {
 				ok = ok || top == m
 			}
 			if !ok {
-				t.Errorf("%s depends on %s; it may depend only on %v", part, pkg, may)
+				t.Errorf("%s depends on spangle/%s; it may depend only on %v", part, rest, may)
+			}
+		}
+	}
+}
+
+func TestHTTPPackagesStayHTTP(t *testing.T) {
+	for pkg, not := range httpOnly {
+		for _, dep := range deps(t, pkg) {
+			for _, n := range not {
+				if dep == n || strings.HasPrefix(dep, n+"/") {
+					t.Errorf("%s depends on spangle/%s; the wiring belongs in its daemon package", pkg, dep)
+				}
 			}
 		}
 	}

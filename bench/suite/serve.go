@@ -117,8 +117,8 @@ func (b *bench) routerdSection(ctx context.Context, st, triv *proc.Process, keys
 	}
 	b.throughputRows(fmt.Sprintf("%s (%d hot keys)", metricC, hotKeys), "trivial net/http", fa, fp, cacheRatioTarget, routerdP99Target)
 	// Say how many answers really came from the cache.
-	hits, herr := scrape(ctx, "http://"+rc.Addr+"/metrics", "routerd_cache_hits_total")
-	misses, merr := scrape(ctx, "http://"+rc.Addr+"/metrics", "routerd_cache_misses_total")
+	hits, herr := scrape(ctx, "http://"+rc.Addr+"/metrics", "spangle_routerd_cache_hits_total")
+	misses, merr := scrape(ctx, "http://"+rc.Addr+"/metrics", "spangle_routerd_cache_misses_total")
 	if herr == nil && merr == nil {
 		row := &b.rep.Rows[len(b.rep.Rows)-3]
 		row.Note += fmt.Sprintf("; routerd cache: %.0f hits, %.0f misses", hits, misses)

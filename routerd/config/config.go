@@ -7,10 +7,13 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"spangle/shared/topo"
 )
 
 // Defaults.
@@ -18,27 +21,24 @@ const (
 	DefaultBind         = "127.0.0.1:9590"
 	DefaultStoraged     = "http://127.0.0.1:9599"
 	DefaultZK           = "127.0.0.1:2181"
+	DefaultClusterName  = "spangle"
 	DefaultProxyTimeout = 100 * time.Millisecond
 	DefaultReplication  = 2
 	DefaultCacheSize    = 64 << 20
 	DefaultHedgeBudget  = 0.1
 	DefaultPoll         = time.Second
 	DefaultZKSession    = 10 * time.Second
+	DefaultZKConnect    = time.Second
 	DefaultGCHeadroom   = 32 << 20
 )
 
 // Config is everything routerd is told. The TOML keys are the flag names
-// with '_' for '-'.
+// with '_' for '-', except in the [zk] and [sharding] sections, which
+// have storaged's names for the same settings (renamed.go lists the
+// older keys, still accepted).
 type Config struct {
 	// Bind is the app-facing HTTP address.
 	Bind string `toml:"bind"`
-	// ZK lists the ZooKeeper servers (host:port); with Cluster, it
-	// selects discovery through ZooKeeper.
-	ZK       []string `toml:"zk"`
-	Cluster  string   `toml:"cluster"`
-	ZKPrefix string   `toml:"zk_prefix"`
-	// ZKSessionTimeout is the ZooKeeper session timeout.
-	ZKSessionTimeout time.Duration `toml:"zk_session_timeout"`
 	// Storaged lists storaged base URLs (http://host:port) for static
 	// discovery, the standalone default.
 	Storaged []string `toml:"storaged"`
@@ -50,10 +50,6 @@ type Config struct {
 	// Replication, as in sequins).
 	ProxyTimeout      time.Duration `toml:"proxy_timeout"`
 	ProxyStageTimeout time.Duration `toml:"proxy_stage_timeout"`
-	Replication       int           `toml:"replication"`
-	// MinReplication is the live replicas per partition a version needs
-	// before routerd serves it.
-	MinReplication int `toml:"min_replication"`
 	// HedgeBudget is the fraction of lookups that may be hedged over the
 	// last few seconds; 0 turns hedging off.
 	HedgeBudget float64 `toml:"hedge_budget"`
@@ -70,39 +66,85 @@ type Config struct {
 	// allows; see package gcpace); 0 leaves Go's default. Ignored when the
 	// GOGC environment variable is set.
 	GCHeadroom int64 `toml:"gc_headroom"`
+
+	Sharding Sharding `toml:"sharding"`
+	ZK       ZK       `toml:"zk"`
+
+	// Deprecated lists the older keys the file used and their new names
+	// (renamed.go); the daemon logs a warning for each once it has a
+	// logger.
+	Deprecated []Renamed `toml:"-"`
+}
+
+// Sharding is what routerd knows of the cluster's sharding: storaged's
+// [sharding] keys of the same meaning.
+type Sharding struct {
+	// ClusterName is the cluster's znode under zk.prefix; default
+	// "spangle" with ZooKeeper discovery. Setting it alone selects
+	// ZooKeeper discovery on DefaultZK.
+	ClusterName string `toml:"cluster_name"`
+	// Replication is the cluster's replication; the stage timeout
+	// defaults to ProxyTimeout / Replication, as in sequins.
+	Replication int `toml:"replication"`
+	// MinReplication is the live replicas per partition a version needs
+	// before routerd serves it.
+	MinReplication int `toml:"min_replication"`
+}
+
+// ZK is the ZooKeeper section, storaged's [zk].
+type ZK struct {
+	// Servers lists the ZooKeeper servers (host:port); they select
+	// discovery through ZooKeeper.
+	Servers []string `toml:"servers"`
+	// Prefix is the first element of every znode path; default
+	// "spangle".
+	Prefix string `toml:"prefix"`
+	// SessionTimeout is the ZooKeeper session timeout.
+	SessionTimeout time.Duration `toml:"session_timeout"`
+	// ConnectTimeout bounds each attempt to reach a server.
+	ConnectTimeout time.Duration `toml:"connect_timeout"`
 }
 
 // Default returns the configuration with every default filled in, except
 // those derived in Validate.
 func Default() Config {
 	return Config{
-		Bind:             DefaultBind,
-		ZKSessionTimeout: DefaultZKSession,
-		StoragedPoll:     DefaultPoll,
-		ProxyTimeout:     DefaultProxyTimeout,
-		Replication:      DefaultReplication,
-		MinReplication:   1,
-		HedgeBudget:      DefaultHedgeBudget,
-		CacheSize:        DefaultCacheSize,
-		ContentType:      "application/octet-stream",
-		LogLevel:         "info",
-		GCHeadroom:       DefaultGCHeadroom,
+		Bind:         DefaultBind,
+		StoragedPoll: DefaultPoll,
+		ProxyTimeout: DefaultProxyTimeout,
+		HedgeBudget:  DefaultHedgeBudget,
+		CacheSize:    DefaultCacheSize,
+		ContentType:  "application/octet-stream",
+		LogLevel:     "info",
+		GCHeadroom:   DefaultGCHeadroom,
+		Sharding:     Sharding{Replication: DefaultReplication, MinReplication: 1},
+		ZK:           ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect},
 	}
 }
 
 // UseZK reports whether discovery goes through ZooKeeper.
-func (c *Config) UseZK() bool { return len(c.ZK) > 0 || c.Cluster != "" }
+func (c *Config) UseZK() bool { return len(c.ZK.Servers) > 0 || c.Sharding.ClusterName != "" }
 
 // Load reads a TOML file over c. Unknown keys are errors, so a typo is
-// not silently ignored.
+// not silently ignored; older keys (renamed.go) are read as their new
+// names, with a warning in c.Deprecated.
 func Load(path string, c *Config) error {
-	md, err := toml.DecodeFile(path, c)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	data, old, err := rename(string(b))
+	if err != nil {
+		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	md, err := toml.Decode(data, c)
 	if err != nil {
 		return fmt.Errorf("config: %s: %w", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return fmt.Errorf("config: %s: unknown keys %v", path, und)
 	}
+	c.Deprecated = append(c.Deprecated, old...)
 	return nil
 }
 
@@ -116,13 +158,13 @@ func (c *Config) Validate() error {
 	}
 	if c.UseZK() {
 		if len(c.Storaged) > 0 {
-			bad("storaged and zk/cluster are exclusive: pick static or ZooKeeper discovery")
+			bad("storaged and zk.servers/sharding.cluster_name are exclusive: pick static or ZooKeeper discovery")
 		}
-		if c.Cluster == "" {
-			bad("zk needs a cluster name")
+		if c.Sharding.ClusterName == "" {
+			c.Sharding.ClusterName = DefaultClusterName
 		}
-		if len(c.ZK) == 0 {
-			c.ZK = []string{DefaultZK}
+		if len(c.ZK.Servers) == 0 {
+			c.ZK.Servers = []string{DefaultZK}
 		}
 	} else if len(c.Storaged) == 0 {
 		c.Storaged = []string{DefaultStoraged}
@@ -135,17 +177,17 @@ func (c *Config) Validate() error {
 	if c.ProxyTimeout <= 0 {
 		bad("proxy_timeout must be positive")
 	}
-	if c.Replication < 1 {
-		bad("replication must be at least 1")
+	if c.Sharding.Replication < 1 {
+		bad("sharding.replication must be at least 1")
 	}
-	if c.ProxyStageTimeout == 0 && c.Replication >= 1 {
-		c.ProxyStageTimeout = c.ProxyTimeout / time.Duration(c.Replication)
+	if c.ProxyStageTimeout == 0 && c.Sharding.Replication >= 1 {
+		c.ProxyStageTimeout = c.ProxyTimeout / time.Duration(c.Sharding.Replication)
 	}
 	if c.ProxyStageTimeout <= 0 || c.ProxyStageTimeout > c.ProxyTimeout {
 		bad("proxy_stage_timeout %v must be positive and at most proxy_timeout %v", c.ProxyStageTimeout, c.ProxyTimeout)
 	}
-	if c.MinReplication < 1 {
-		bad("min_replication must be at least 1")
+	if c.Sharding.MinReplication < 1 {
+		bad("sharding.min_replication must be at least 1")
 	}
 	if c.HedgeBudget < 0 || c.HedgeBudget > 1 {
 		bad("hedge_budget %v must be within [0, 1]", c.HedgeBudget)
@@ -156,8 +198,8 @@ func (c *Config) Validate() error {
 	if c.GCHeadroom < 0 {
 		bad("gc_headroom must not be negative (0 leaves Go's default)")
 	}
-	if c.StoragedPoll <= 0 || c.ZKSessionTimeout <= 0 {
-		bad("storaged_poll and zk_session_timeout must be positive")
+	if c.StoragedPoll <= 0 || c.ZK.SessionTimeout <= 0 || c.ZK.ConnectTimeout <= 0 {
+		bad("storaged_poll, zk.session_timeout and zk.connect_timeout must be positive")
 	}
 	if c.XDSBind != "" {
 		if _, _, err := net.SplitHostPort(c.XDSBind); err != nil {
@@ -203,18 +245,19 @@ func (l listFlag) Set(s string) error {
 
 // bind registers every flag on fs, writing into c.
 func bind(fs *flag.FlagSet, c *Config, configPath *string) {
-	fs.StringVar(configPath, "config", "", "TOML file with the same keys as the flags ('_' for '-'); flags win")
+	fs.StringVar(configPath, "config", "", "TOML file with the same keys as the flags ('_' for '-'; [zk] and [sharding] as storaged's); flags win")
 	fs.StringVar(&c.Bind, "bind", c.Bind, "app-facing HTTP address")
-	fs.Var(listFlag{&c.ZK}, "zk", "ZooKeeper servers host:port,... (ZooKeeper discovery)")
-	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "cluster name under the ZooKeeper prefix")
-	fs.StringVar(&c.ZKPrefix, "zk-prefix", c.ZKPrefix, "first element of every znode path (default spangle)")
-	fs.DurationVar(&c.ZKSessionTimeout, "zk-session-timeout", c.ZKSessionTimeout, "ZooKeeper session timeout")
+	fs.Var(listFlag{&c.ZK.Servers}, "zk", "ZooKeeper servers host:port,... (ZooKeeper discovery) (zk.servers)")
+	fs.StringVar(&c.Sharding.ClusterName, "cluster", c.Sharding.ClusterName, "cluster name under the ZooKeeper prefix (default "+DefaultClusterName+"; alone it selects ZooKeeper on "+DefaultZK+") (sharding.cluster_name)")
+	fs.StringVar(&c.ZK.Prefix, "zk-prefix", c.ZK.Prefix, "first element of every znode path (zk.prefix)")
+	fs.DurationVar(&c.ZK.SessionTimeout, "zk-session-timeout", c.ZK.SessionTimeout, "ZooKeeper session timeout (zk.session_timeout)")
+	fs.DurationVar(&c.ZK.ConnectTimeout, "zk-connect-timeout", c.ZK.ConnectTimeout, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
 	fs.Var(listFlag{&c.Storaged}, "storaged", "static discovery: storaged URLs http://host:port,... (default "+DefaultStoraged+" when no zk)")
 	fs.DurationVar(&c.StoragedPoll, "storaged-poll", c.StoragedPoll, "how often static discovery reads each storaged's status")
 	fs.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "bound of one lookup (504 after)")
 	fs.DurationVar(&c.ProxyStageTimeout, "proxy-stage-timeout", c.ProxyStageTimeout, "time one replica gets before another starts (default proxy-timeout / replication)")
-	fs.IntVar(&c.Replication, "replication", c.Replication, "the cluster's replication, for the stage timeout default")
-	fs.IntVar(&c.MinReplication, "min-replication", c.MinReplication, "live replicas per partition before a version is served")
+	fs.IntVar(&c.Sharding.Replication, "replication", c.Sharding.Replication, "the cluster's replication, for the stage timeout default (sharding.replication)")
+	fs.IntVar(&c.Sharding.MinReplication, "min-replication", c.Sharding.MinReplication, "live replicas per partition before a version is served (sharding.min_replication)")
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "fraction of lookups that may be hedged (0 = never)")
 	fs.Int64Var(&c.CacheSize, "cache-size", c.CacheSize, "hot-key cache size in bytes (0 = off)")
 	fs.StringVar(&c.ContentType, "content-type", c.ContentType, "Content-Type of values when storaged sends none")

@@ -114,7 +114,7 @@ func BenchmarkCacheHitGET(b *testing.B) {
 		w.Write(body)
 	}))
 	compare(b, "routerd", rd.base, "trivial", trivial, hot)
-	if h := rd.metric(b, "routerd_cache_misses_total"); h > hot*2 {
+	if h := rd.metric(b, "spangle_routerd_cache_misses_total"); h > hot*2 {
 		b.Fatalf("%v cache misses for %d hot keys", h, hot)
 	}
 }

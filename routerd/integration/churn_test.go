@@ -79,7 +79,7 @@ func TestChurnLeaksNothing(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("outcomes %v; hedges %v", codes, rd.metric(t, "routerd_hedges_started_total"))
+	t.Logf("outcomes %v; hedges %v", codes, rd.metric(t, "spangle_routerd_hedges_started_total"))
 	rd.cancel()
 	if err := rd.r.Wait(); err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"spangle/routerd/config"
+	"spangle/routerd/daemon"
 	"spangle/routerd/health"
-	"spangle/routerd/server"
 	"spangle/shared/proctest"
 	"spangle/shared/topo"
 )
@@ -62,7 +62,7 @@ func (s *storaged) url() string { return "http://" + s.addr }
 
 // routerd is one in-process routerd.
 type routerd struct {
-	r      *server.Routerd
+	r      *daemon.Routerd
 	cancel context.CancelFunc
 	base   string
 }
@@ -90,7 +90,7 @@ func startRouterdNoCleanup(t testing.TB, cfg config.Config, w topo.Watcher, wait
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := server.Start(ctx, cfg, server.Deps{Watcher: w, Health: health.Options{OpenTimeout: 500 * time.Millisecond}})
+	r, err := daemon.Start(ctx, cfg, daemon.Deps{Watcher: w, Health: health.Options{OpenTimeout: 500 * time.Millisecond}})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -76,9 +76,9 @@ func TestZooKeeperDiscovery(t *testing.T) {
 	}
 
 	cfg := config.Default()
-	cfg.ZK = []string{zks.Addr()}
-	cfg.Cluster = "rt"
-	cfg.ZKSessionTimeout = 5 * time.Second
+	cfg.ZK.Servers = []string{zks.Addr()}
+	cfg.Sharding.ClusterName = "rt"
+	cfg.ZK.SessionTimeout = 5 * time.Second
 	cfg.CacheSize = 0
 	cfg.ProxyTimeout = failoverTimeout
 	rd := startRouterd(t, cfg, nil, testDB)

@@ -110,7 +110,7 @@ func TestSlowReplicaIsHedged(t *testing.T) {
 	var excess []time.Duration // of the hedged lookups, over their baseline
 	var worst time.Duration
 	deadline := time.Now().Add(90 * time.Second)
-	won := rd.metric(t, "routerd_hedges_won_total")
+	won := rd.metric(t, "spangle_routerd_hedges_won_total")
 	n := 0
 	for ; n < 100 || len(excess) < wantWon; n++ {
 		if time.Now().After(deadline) {
@@ -128,7 +128,7 @@ func TestSlowReplicaIsHedged(t *testing.T) {
 		}
 		worst = max(worst, el)
 		bases = append(bases, base)
-		if w := rd.metric(t, "routerd_hedges_won_total"); w > won {
+		if w := rd.metric(t, "spangle_routerd_hedges_won_total"); w > won {
 			won = w
 			excess = append(excess, el-base)
 		}
@@ -169,10 +169,10 @@ func TestKill9DuringReads(t *testing.T) {
 	if failures > 0 {
 		t.Fatalf("%d of %d reads failed after kill -9 of a replica: %v", failures, reads, samples)
 	}
-	if h := rd.metric(t, "routerd_hedges_started_total"); h != 0 {
+	if h := rd.metric(t, "spangle_routerd_hedges_started_total"); h != 0 {
 		t.Fatalf("%v hedges with hedging off", h)
 	}
-	t.Logf("%d reads, none failed; breaker transitions %v", reads, rd.metric(t, "routerd_breaker_transitions_total"))
+	t.Logf("%d reads, none failed; breaker transitions %v", reads, rd.metric(t, "spangle_routerd_breaker_transitions_total"))
 }
 
 func TestOverloadedReplicaSheds(t *testing.T) {
@@ -209,8 +209,8 @@ func TestOverloadedReplicaSheds(t *testing.T) {
 	if failures > 0 || shed > 0 {
 		t.Fatalf("%d failures (%d 503s) of %d reads while a replica had room: %v", failures, shed, reads, samples)
 	}
-	requests := rd.metric(t, "routerd_requests_total")
-	hedges := rd.metric(t, "routerd_hedges_started_total")
+	requests := rd.metric(t, "spangle_routerd_requests_total")
+	hedges := rd.metric(t, "spangle_routerd_hedges_started_total")
 	windows := el.Seconds()/3 + 1
 	if budget := 0.1*requests + 10*windows; hedges > budget {
 		t.Fatalf("%v hedges for %v requests, budget %v", hedges, requests, budget)
@@ -270,7 +270,7 @@ func TestCacheAfterVersionSwitch(t *testing.T) {
 			}
 		}
 	}
-	if hits := rd.metric(t, "routerd_cache_hits_total"); hits < n {
+	if hits := rd.metric(t, "spangle_routerd_cache_hits_total"); hits < n {
 		t.Fatalf("%v cache hits on the second round of %d keys", hits, n)
 	}
 	writeVersion(t, src, testDB, "v2", testParts, testKeys)

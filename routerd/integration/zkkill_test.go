@@ -87,8 +87,8 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
 
 	cfg := config.Default()
-	cfg.ZK = []string{zks.Addr()}
-	cfg.Cluster = cluster
+	cfg.ZK.Servers = []string{zks.Addr()}
+	cfg.Sharding.ClusterName = cluster
 	cfg.CacheSize = 0
 	cfg.ProxyTimeout = failoverTimeout
 	cfg.ProxyStageTimeout = 100 * time.Millisecond
@@ -121,9 +121,9 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	if failures > 0 {
 		t.Fatalf("%d of %d reads failed after kill -9 of a replica: %v", failures, reads, samples)
 	}
-	if h := rd.metric(t, "routerd_hedges_started_total"); h != 0 {
+	if h := rd.metric(t, "spangle_routerd_hedges_started_total"); h != 0 {
 		t.Fatalf("%v hedges with hedging off", h)
 	}
 	t.Logf("%d reads, none failed; the killed node left ZooKeeper's map after %v; breaker transitions %v",
-		reads, gone.Round(10*time.Millisecond), rd.metric(t, "routerd_breaker_transitions_total"))
+		reads, gone.Round(10*time.Millisecond), rd.metric(t, "spangle_routerd_breaker_transitions_total"))
 }

@@ -1,9 +1,7 @@
-// Package server is routerd's HTTP face and its wiring.
+// Package server is routerd's HTTP face; routerd/daemon wires it up.
 //
 // Server.ServeHTTP is where every request is routed: GET/HEAD
 // /<db>/<key> goes through lookup (partmap's served version, then the
 // cache, then proxy's hedged fan-out to the key's partition replicas);
-// "/", "/<db>", /healthz and /metrics are answered locally. Run builds a
-// whole routerd from a config.Config: discovery (ZooKeeper or static
-// storaged list), the server, and optionally the embedded xDS server.
+// "/", "/<db>", /healthz and /metrics are answered locally.
 package server

@@ -1,17 +1,18 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sony/gobreaker/v2"
 )
 
-// metrics are one Server's, in its own registry, so that several servers
-// can live in one process (tests run whole clusters in one).
+// metrics are one Server's, in the registry its Options give (never the
+// global one), so that several servers can live in one process (tests run
+// whole clusters in one).
 type metrics struct {
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec
@@ -26,52 +27,54 @@ type metrics struct {
 	handler   http.Handler
 }
 
-func newMetrics() *metrics {
-	reg := prometheus.NewRegistry()
+func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "routerd_requests_total",
+			Name: "spangle_routerd_requests_total",
 			Help: "Key lookups answered, by HTTP status.",
 		}, []string{"code"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "routerd_request_duration_seconds",
+			Name:    "spangle_routerd_request_duration_seconds",
 			Help:    "Time to answer a key lookup.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 		}),
 		hedges: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_hedges_started_total",
+			Name: "spangle_routerd_hedges_started_total",
 			Help: "Requests started to another replica because the first was slow.",
 		}),
 		hedgesWon: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_hedges_won_total",
+			Name: "spangle_routerd_hedges_won_total",
 			Help: "Hedged requests whose answer was the one returned.",
 		}),
 		breaker: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "routerd_breaker_transitions_total",
+			Name: "spangle_routerd_breaker_transitions_total",
 			Help: "Circuit breaker state changes, by node and new state.",
 		}, []string{"node", "to"}),
 		hits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_cache_hits_total",
+			Name: "spangle_routerd_cache_hits_total",
 			Help: "Lookups answered from the hot-key cache.",
 		}),
 		misses: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "routerd_cache_misses_total",
+			Name: "spangle_routerd_cache_misses_total",
 			Help: "Lookups not found in the hot-key cache.",
 		}),
 		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "routerd_version_switches_total",
+			Name: "spangle_routerd_version_switches_total",
 			Help: "Times a db started serving a newer version.",
 		}, []string{"db"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("server: registering metrics: %w", err)
+		}
+	}
 	m.byCode = map[int]prometheus.Counter{}
 	for _, c := range []int{200, 400, 404, 405, 410, 414, 499, 502, 503, 504} {
 		m.byCode[c] = m.requests.WithLabelValues(strconv.Itoa(c))
 	}
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
-	return m
+	return m, nil
 }
 
 // observe counts one lookup.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"spangle/routerd/cache"
@@ -16,6 +17,7 @@ import (
 	"spangle/routerd/partmap"
 	"spangle/routerd/proxy"
 	"spangle/shared/hashring"
+	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -45,7 +47,11 @@ type Options struct {
 	ContentType string
 	// Health tunes the per-node breakers.
 	Health health.Options
-	Logger *zap.Logger
+	// Registry receives the server's metrics and is what /metrics serves;
+	// default a new registry of shared/metrics (never the global one).
+	// The daemon makes one and passes it here.
+	Registry *prometheus.Registry
+	Logger   *zap.Logger
 }
 
 // Server answers the HTTP API of docs/design.md from storaged replicas.
@@ -76,7 +82,14 @@ func New(opts Options) (*Server, error) {
 	if opts.HedgeBudget == 0 {
 		opts.HedgeBudget = proxy.DefaultHedgeRatio
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), ctype: []string{opts.ContentType}}
+	if opts.Registry == nil {
+		opts.Registry = sharedmetrics.NewRegistry()
+	}
+	m, err := newMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, log: opts.Logger, metrics: m, ctype: []string{opts.ContentType}}
 	if opts.Upstream == nil {
 		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{})
 		opts.Upstream = s.ownUp
@@ -90,7 +103,6 @@ func New(opts Options) (*Server, error) {
 	hopts.Logger = opts.Logger
 	hopts.OnTransition = s.metrics.breakerChanged
 	s.health = health.New(hopts)
-	var err error
 	s.proxy, err = proxy.New(proxy.Options{
 		Upstream:     opts.Upstream,
 		Health:       s.health,

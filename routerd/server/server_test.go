@@ -287,7 +287,7 @@ func TestCacheServesServedVersionOnly(t *testing.T) {
 		t.Fatalf("after switch: %q %v", w.Body.String(), w.Header())
 	}
 	body := do(s, "GET", "/metrics").Body.String()
-	for _, want := range []string{"routerd_cache_hits_total 2", "routerd_cache_misses_total 3", `routerd_requests_total{code="200"} 3`} {
+	for _, want := range []string{"spangle_routerd_cache_hits_total 2", "spangle_routerd_cache_misses_total 3", `spangle_routerd_requests_total{code="200"} 3`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}

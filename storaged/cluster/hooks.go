@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/topo"
+	"spangle/shared/wait"
 )
 
 // retryUnavailable is how long held waits before trying the coordination
@@ -52,7 +53,7 @@ func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]i
 				c.log.Info("coordination service unavailable; version waits", zap.String("db", db), zap.String("version", version))
 				waited = true
 			}
-			if err := sleepCtx(ctx, retryUnavailable); err != nil {
+			if err := wait.Sleep(ctx, retryUnavailable); err != nil {
 				return nil, err
 			}
 			continue
@@ -123,15 +124,4 @@ func (c *Controller) ctx() context.Context {
 		return context.Background()
 	}
 	return c.runCtx
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

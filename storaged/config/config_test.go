@@ -139,14 +139,14 @@ func TestClusterMode(t *testing.T) {
 	}
 	c, err := Parse([]string{"--source", "/a", "--zk", "zk:2181", "--cluster", "prod", "--advertise", "storaged1:9599",
 		"--shard-id", "s1", "--replication", "3", "--min-replication", "2", "--max-replication", "3",
-		"--time-to-converge", "2s", "--zk-session-timeout", "4s", "--zk-connect-timeout", "500ms"}, io.Discard)
+		"--time-to-converge", "2s", "--zk-session-timeout", "4s", "--zk-connect-timeout", "500ms", "--zk-prefix", "sp"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := c.Sharding
 	if !c.ClusterMode() || s.ClusterName != "prod" || s.AdvertisedHostname != "storaged1:9599" || s.ShardID != "s1" ||
 		s.Replication != 3 || s.MinReplication != 2 || s.MaxReplication != 3 || s.TimeToConverge != 2*time.Second ||
-		c.ZK.SessionTimeout != 4*time.Second || c.ZK.ConnectTimeout != 500*time.Millisecond || c.ZK.Servers[0] != "zk:2181" {
+		c.ZK.SessionTimeout != 4*time.Second || c.ZK.ConnectTimeout != 500*time.Millisecond || c.ZK.Servers[0] != "zk:2181" || c.ZK.Prefix != "sp" {
 		t.Fatalf("parsed %+v", c)
 	}
 	if _, err := Parse([]string{"--source", "/a", "--zk", "zk:2181", "--min-replication", "3"}, io.Discard); err == nil {

@@ -28,6 +28,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	converge := fs.Duration("time-to-converge", -1, "how long the node list must be stable before partitions are decided (sharding.time_to_converge)")
 	zkSession := fs.Duration("zk-session-timeout", 0, "ZooKeeper session timeout: how soon a dead node's znodes go (zk.session_timeout)")
 	zkConnect := fs.Duration("zk-connect-timeout", 0, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
+	zkPrefix := fs.String("zk-prefix", "", "first element of every znode path (zk.prefix)")
 	inflight := fs.Int("max-inflight", -1, "shed lookups above this many at once (max_inflight)")
 	delay := fs.Duration("test-delay", -1, "delay every lookup; tests only (test_delay)")
 	refresh := fs.Duration("refresh-period", -1, "re-scan the source this often (refresh_period)")
@@ -65,6 +66,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	set(&c.Sharding.ShardID, *shard)
 	set(&c.Sharding.AdvertisedHostname, *advertise)
 	set(&c.LogLevel, *logLevel)
+	set(&c.ZK.Prefix, *zkPrefix)
 	if *zk != "" {
 		c.ZK.Servers = strings.Split(*zk, ",")
 		c.Sharding.Enabled = true

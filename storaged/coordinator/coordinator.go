@@ -12,6 +12,7 @@ import (
 
 	"spangle/shared/placement"
 	"spangle/shared/topo"
+	"spangle/shared/wait"
 )
 
 // Defaults of Options.
@@ -168,7 +169,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			if errors.Is(err, topo.ErrClosed) {
 				return nil
 			}
-			sleepCtx(ctx, c.opts.Interval)
+			_ = wait.Sleep(ctx, c.opts.Interval) // ctx's end is seen at the loop's top
 			continue
 		}
 		c.log.Info("leading the cluster", zap.String("token", l.Token()))
@@ -215,14 +216,5 @@ func (c *Coordinator) lead(ctx context.Context, l topo.Leadership) {
 			return
 		case <-tk.C:
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

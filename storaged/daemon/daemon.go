@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"spangle/shared/metrics"
 	"spangle/shared/placement"
 	"spangle/shared/source"
 	"spangle/shared/topo"
@@ -79,8 +78,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := metrics.NewRegistry()
 
 	lis, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -14,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/topo"
+	"spangle/shared/wait"
 	"spangle/shared/wire"
 	"spangle/storaged/versions"
 )
@@ -33,7 +34,8 @@ type Options struct {
 	// Log defaults to no logging.
 	Log *zap.Logger
 	// Registry receives the server's metrics and is what /metrics serves;
-	// default a new registry (never the global one).
+	// default a new registry of shared/metrics (never the global one).
+	// The daemon makes one and passes it here.
 	Registry *prometheus.Registry
 	// ContentType of values; default wire.DefaultContentType.
 	ContentType string
@@ -80,7 +82,7 @@ func New(opts Options) (*Server, error) {
 		opts.Log = zap.NewNop()
 	}
 	if opts.Registry == nil {
-		opts.Registry = prometheus.NewRegistry()
+		opts.Registry = sharedmetrics.NewRegistry()
 	}
 	if opts.ContentType == "" {
 		opts.ContentType = wire.DefaultContentType
@@ -169,7 +171,7 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 		return httpError(w, r, wire.StatusUnavailable, "overloaded")
 	}
 	if s.opts.Delay > 0 {
-		if err := sleep(r.Context(), s.opts.Delay); err != nil {
+		if err := wait.Sleep(r.Context(), s.opts.Delay); err != nil {
 			return httpError(w, r, wire.StatusUnavailable, "cancelled")
 		}
 	}
@@ -240,17 +242,6 @@ func (s *Server) valueBuffer() *[]byte {
 func (s *Server) recycle(b *[]byte) {
 	if cap(*b) <= maxPooledValue {
 		s.values.Put(b)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

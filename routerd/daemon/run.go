@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"spangle/routerd/config"
 	"spangle/routerd/health"
+	"spangle/routerd/server"
+	"spangle/shared/metrics"
 	"spangle/shared/topo"
 	xdsserver "spangle/xds/server"
 )
@@ -30,7 +32,7 @@ type Deps struct {
 // Routerd is a running routerd: discovery, the HTTP server and, with
 // xds_bind, the embedded xDS server.
 type Routerd struct {
-	server *Server
+	server *server.Server
 	addr   net.Addr
 	xds    *xdsserver.Server
 	xaddr  net.Addr
@@ -58,6 +60,9 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	if log == nil {
 		log = zap.NewNop()
 	}
+	for _, d := range cfg.Deprecated {
+		log.Warn("routerd: config key is deprecated; use its new name", zap.String("key", d.Old), zap.String("use", d.New))
+	}
 	r := &Routerd{}
 	ctx, cancel := context.WithCancel(ctx)
 	r.onError = cancel
@@ -78,15 +83,16 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 			return nil, err
 		}
 	}
-	s, err := New(Options{
+	s, err := server.New(server.Options{
 		Watcher:           w,
-		MinReplication:    cfg.MinReplication,
+		MinReplication:    cfg.Sharding.MinReplication,
 		ProxyTimeout:      cfg.ProxyTimeout,
 		ProxyStageTimeout: cfg.ProxyStageTimeout,
 		HedgeBudget:       hedgeBudget(cfg.HedgeBudget),
 		CacheBytes:        cfg.CacheSize,
 		ContentType:       cfg.ContentType,
 		Health:            deps.Health,
+		Registry:          metrics.NewRegistry(),
 		Logger:            log,
 	})
 	if err != nil {
@@ -95,14 +101,14 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	r.server = s
 	l, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
-		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Bind, err)
+		return nil, fmt.Errorf("daemon: listen on %s: %w", cfg.Bind, err)
 	}
 	r.addr = l.Addr()
 	if cfg.XDSBind != "" {
 		xl, err := net.Listen("tcp", cfg.XDSBind)
 		if err != nil {
 			l.Close()
-			return nil, fmt.Errorf("server: xds listen on %s: %w", cfg.XDSBind, err)
+			return nil, fmt.Errorf("daemon: xds listen on %s: %w", cfg.XDSBind, err)
 		}
 		r.xaddr = xl.Addr()
 		r.xds, err = xdsserver.New(xdsserver.Options{
@@ -117,7 +123,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		if err != nil {
 			l.Close()
 			xl.Close()
-			return nil, fmt.Errorf("server: %w", err)
+			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		r.goRun(ctx, "xds", r.xds.Run)
 	}
@@ -163,7 +169,7 @@ func (r *Routerd) Addr() net.Addr { return r.addr }
 func (r *Routerd) XDSAddr() net.Addr { return r.xaddr }
 
 // Server is the HTTP server, for its status.
-func (r *Routerd) Server() *Server { return r.server }
+func (r *Routerd) Server() *server.Server { return r.server }
 
 // XDS is the embedded xDS server, or nil.
 func (r *Routerd) XDS() *xdsserver.Server { return r.xds }

@@ -1,14 +1,20 @@
-package server
+package daemon
 
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"spangle/routerd/config"
 	"spangle/shared/topo"
@@ -29,6 +35,10 @@ func standIn(t *testing.T) (*httptest.Server, string) {
 	}))
 	return srv, strings.TrimPrefix(srv.URL, "http://")
 }
+
+// testProxyTimeout is generous: these tests are about starting and
+// stopping on loaded machines, not latency.
+const testProxyTimeout = 2 * time.Second
 
 // settle waits for the goroutine count to come back to at most n.
 func settle(t *testing.T, n int) {
@@ -93,7 +103,7 @@ func TestStartWithXDSStopsEverything(t *testing.T) {
 
 func TestStartFailsCleanly(t *testing.T) {
 	base := runtime.NumGoroutine()
-	l, _ := newLocalListener()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer l.Close()
 	cfg := config.Default()
 	cfg.Bind = l.Addr().String() // taken
@@ -104,4 +114,33 @@ func TestStartFailsCleanly(t *testing.T) {
 		t.Fatal("Start on a taken port succeeded")
 	}
 	settle(t, base)
+}
+
+// A routerd started from a file with keys of the older names runs and
+// logs a warning that names each new key.
+func TestStartWarnsOfOldKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "routerd.toml")
+	if err := os.WriteFile(path, []byte("bind = \"127.0.0.1:0\"\nreplication = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]string{"--config", path}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := Start(ctx, cfg, Deps{Watcher: topo.NewMirror(), Logger: zap.New(core)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cancel()
+	if err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	warned := logs.FilterMessageSnippet("deprecated").FilterField(zap.String("key", "replication")).
+		FilterField(zap.String("use", "sharding.replication"))
+	if warned.Len() != 1 || logs.Len() != 1 {
+		t.Fatalf("%d warnings name sharding.replication; logged: %v", warned.Len(), logs.All())
+	}
 }

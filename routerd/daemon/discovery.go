@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"context"
@@ -12,21 +12,23 @@ import (
 	"spangle/shared/topo/zktopo"
 )
 
-// openDiscovery returns the Watcher cfg asks for: ZooKeeper (zk/cluster)
-// or the static storaged list. Background work it needs runs through
-// goRun, so that it stops with ctx and Wait waits for it.
+// openDiscovery returns the Watcher cfg asks for: ZooKeeper ([zk] and
+// [sharding] cluster_name) or the static storaged list. Background work
+// it needs runs through goRun, so that it stops with ctx and Wait waits
+// for it.
 func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
 	if cfg.UseZK() {
 		w, err := zktopo.OpenWatcher(zktopo.Options{
-			Servers:        cfg.ZK,
-			Cluster:        cfg.Cluster,
-			Prefix:         cfg.ZKPrefix,
-			SessionTimeout: cfg.ZKSessionTimeout,
+			Servers:        cfg.ZK.Servers,
+			Cluster:        cfg.Sharding.ClusterName,
+			Prefix:         cfg.ZK.Prefix,
+			SessionTimeout: cfg.ZK.SessionTimeout,
+			ConnectTimeout: cfg.ZK.ConnectTimeout,
 			Logger:         log.Named("discovery"),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
+			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		// Run closes the session when ctx ends.
 		goRun(ctx, "zk discovery", w.Run)
@@ -38,7 +40,7 @@ func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 		Logger: log.Named("discovery"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	goRun(ctx, "static discovery", w.Run)
 	return w, nil

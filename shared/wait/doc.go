@@ -1,0 +1,4 @@
+// Package wait holds the one way spangle's background loops pause: a sleep
+// that ends early when its context does, so that cancelling a daemon's
+// context stops a loop between rounds without waiting out its interval.
+package wait
