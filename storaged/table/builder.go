@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb/journal"
+
+	"spangle/storaged/internal/fsync"
 )
 
 // BuildOptions tunes how partitions are written. Zero values select the
@@ -250,7 +252,7 @@ func (b *PartitionBuilder) Sync() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = syncPath(p)
+			errs[i] = fsync.Path(p)
 		}()
 	}
 	wg.Wait()
@@ -258,19 +260,6 @@ func (b *PartitionBuilder) Sync() error {
 		return fmt.Errorf("store: syncing %s: %w", b.dir, err)
 	}
 	return nil
-}
-
-// syncPath fsyncs a file or directory by name.
-func syncPath(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // versionEdit encodes the one LevelDB version edit that describes the
