@@ -54,7 +54,7 @@ func (o BuildOptions) restartInterval() int {
 
 // ErrOrder is returned by RunWriter.Append for a key smaller than the
 // previous one.
-var ErrOrder = errors.New("store: keys out of order")
+var ErrOrder = errors.New("table: keys out of order")
 
 // LevelDB's on-disk constants that the builder needs: the comparer name
 // recorded in the MANIFEST, the tags of a version edit, and the key type of
@@ -108,7 +108,7 @@ type PartitionBuilder struct {
 // not exist yet or be empty.
 func CreatePartition(dir string, opts BuildOptions) (*PartitionBuilder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("table: %w", err)
 	}
 	return &PartitionBuilder{dir: dir, opts: opts, next: manifestNum + 1}, nil
 }
@@ -127,7 +127,7 @@ func (b *PartitionBuilder) NewRun() (*RunWriter, error) {
 	b.mu.Unlock()
 	f, err := os.Create(tableFile(b.dir, num))
 	if err != nil {
-		return nil, fmt.Errorf("store: creating table in %s: %w", b.dir, err)
+		return nil, fmt.Errorf("table: creating table in %s: %w", b.dir, err)
 	}
 	pf := &preallocFile{f: f}
 	return &RunWriter{b: b, num: num, f: f, pf: pf, w: newSSTWriter(pf, b.opts)}, nil
@@ -151,7 +151,7 @@ func (w *RunWriter) Append(key, value []byte) error {
 		if errors.Is(err, ErrOrder) {
 			return err
 		}
-		return fmt.Errorf("store: writing %s: %w", w.b.dir, err)
+		return fmt.Errorf("table: writing %s: %w", w.b.dir, err)
 	}
 	if w.n == 0 {
 		w.imin = bytes.Clone(key)
@@ -182,7 +182,7 @@ func (w *RunWriter) Close() error {
 	}
 	if err != nil {
 		os.Remove(w.f.Name())
-		return fmt.Errorf("store: finishing table in %s: %w", w.b.dir, err)
+		return fmt.Errorf("table: finishing table in %s: %w", w.b.dir, err)
 	}
 	w.b.mu.Lock()
 	w.b.tables = append(w.b.tables, tableInfo{num: w.num, size: size, imin: append(w.imin, trailer[:]...), imax: imax})
@@ -208,7 +208,7 @@ func (b *PartitionBuilder) Finish() error {
 	defer b.mu.Unlock()
 	f, err := os.Create(filepath.Join(b.dir, descriptorName))
 	if err != nil {
-		return fmt.Errorf("store: creating manifest in %s: %w", b.dir, err)
+		return fmt.Errorf("table: creating manifest in %s: %w", b.dir, err)
 	}
 	jw := journal.NewWriter(f)
 	rw, err := jw.Next()
@@ -228,7 +228,7 @@ func (b *PartitionBuilder) Finish() error {
 		err = os.WriteFile(filepath.Join(b.dir, "CURRENT"), []byte(descriptorName+"\n"), 0o644)
 	}
 	if err != nil {
-		return fmt.Errorf("store: writing manifest in %s: %w", b.dir, err)
+		return fmt.Errorf("table: writing manifest in %s: %w", b.dir, err)
 	}
 	return nil
 }
@@ -257,7 +257,7 @@ func (b *PartitionBuilder) Sync() error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store: syncing %s: %w", b.dir, err)
+		return fmt.Errorf("table: syncing %s: %w", b.dir, err)
 	}
 	return nil
 }
