@@ -57,7 +57,7 @@ func (o BuildOptions) restartInterval() int {
 var ErrOrder = errors.New("table: keys out of order")
 
 // LevelDB's on-disk constants that the builder needs: the comparer name
-// recorded in the MANIFEST, the tags of a version edit, and the key type of
+// recorded in the descriptor, the tags of a version edit, and the key type of
 // a value. They are part of LevelDB's file format.
 const (
 	bytewiseComparer = "leveldb.BytewiseComparator"
@@ -69,9 +69,9 @@ const (
 	keyTypeValue     = 1
 	// seq is the sequence number of every key: versions are written once.
 	seq = 1
-	// manifestNum is the file number of the LevelDB MANIFEST; tables
-	// are numbered after it.
-	manifestNum = 1
+	// descriptorNum is the file number of the descriptor; tables are
+	// numbered after it.
+	descriptorNum = 1
 )
 
 // trailer is the 8 bytes LevelDB appends to a user key in its tables.
@@ -94,7 +94,7 @@ type tableInfo struct {
 // partition can be opened and served from the page cache, and Sync then
 // waits for its files to reach the disk. A crash before Sync returns
 // leaves files that must not be trusted, which the caller's own record of
-// a complete build (the version manifest) is written after Sync to say.
+// a complete build (package store's manifest) is written after Sync to say.
 type PartitionBuilder struct {
 	dir  string
 	opts BuildOptions
@@ -110,11 +110,11 @@ func CreatePartition(dir string, opts BuildOptions) (*PartitionBuilder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("table: %w", err)
 	}
-	return &PartitionBuilder{dir: dir, opts: opts, next: manifestNum + 1}, nil
+	return &PartitionBuilder{dir: dir, opts: opts, next: descriptorNum + 1}, nil
 }
 
-// descriptorName is the file name of the LevelDB MANIFEST (the
-// descriptor) the builder writes, file number manifestNum, which CURRENT
+// descriptorName is the file name of the descriptor the builder writes
+// (LevelDB calls it a MANIFEST), file number descriptorNum, which CURRENT
 // names.
 const descriptorName = "MANIFEST-000001"
 
@@ -200,7 +200,7 @@ func (w *RunWriter) Abort() {
 	os.Remove(w.f.Name())
 }
 
-// Finish writes the LevelDB MANIFEST and CURRENT files that make the runs
+// Finish writes the descriptor and CURRENT files that make the runs
 // a database, which may then be opened. Every run must be closed. Nothing
 // is synced yet: see Sync.
 func (b *PartitionBuilder) Finish() error {
@@ -208,7 +208,7 @@ func (b *PartitionBuilder) Finish() error {
 	defer b.mu.Unlock()
 	f, err := os.Create(filepath.Join(b.dir, descriptorName))
 	if err != nil {
-		return fmt.Errorf("table: creating manifest in %s: %w", b.dir, err)
+		return fmt.Errorf("table: creating descriptor in %s: %w", b.dir, err)
 	}
 	jw := journal.NewWriter(f)
 	rw, err := jw.Next()
@@ -222,13 +222,13 @@ func (b *PartitionBuilder) Finish() error {
 		err = cerr
 	}
 	if err == nil {
-		// CURRENT names the MANIFEST. It is written in place, not aside
+		// CURRENT names the descriptor. It is written in place, not aside
 		// and renamed: a partition cut short by a crash is never opened,
-		// since its version's manifest is only marked complete after Sync.
+		// since its build is only recorded complete after Sync.
 		err = os.WriteFile(filepath.Join(b.dir, "CURRENT"), []byte(descriptorName+"\n"), 0o644)
 	}
 	if err != nil {
-		return fmt.Errorf("table: writing manifest in %s: %w", b.dir, err)
+		return fmt.Errorf("table: writing descriptor in %s: %w", b.dir, err)
 	}
 	return nil
 }
