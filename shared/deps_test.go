@@ -8,6 +8,7 @@ package shared_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,6 +69,30 @@ func TestHTTPPackagesStayHTTP(t *testing.T) {
 				if dep == n || strings.HasPrefix(dep, n+"/") {
 					t.Errorf("%s depends on spangle/%s; the wiring belongs in its daemon package", pkg, dep)
 				}
+			}
+		}
+	}
+}
+
+// below lists packages that sit under the rest of their part, with the
+// packages of spangle they may depend on (themselves included): the
+// LevelDB format (storaged/table) knows nothing of the local store, the
+// versions or the daemon that use it, so the store imports the format and
+// never the reverse.
+var below = map[string][]string{
+	"storaged/table": {"storaged/table", "storaged/blockcache", "storaged/internal/fsync"},
+}
+
+func TestLowerPackages(t *testing.T) {
+	for pkg, may := range below {
+		out, err := exec.Command("go", "list", "-deps", "spangle/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			rest, ours := strings.CutPrefix(dep, "spangle/")
+			if ours && !slices.Contains(may, rest) {
+				t.Errorf("%s depends on %s; it may depend only on %v", pkg, dep, may)
 			}
 		}
 	}

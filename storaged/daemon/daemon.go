@@ -23,6 +23,7 @@ import (
 	"spangle/storaged/loader"
 	"spangle/storaged/server"
 	"spangle/storaged/store"
+	"spangle/storaged/table"
 	"spangle/storaged/versions"
 )
 
@@ -143,10 +144,10 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		MaxParallelLoads: cfg.MaxParallelLoads,
 		Loader: loader.Options{
 			SpillBytes: l.SpillSize,
-			Build: store.BuildOptions{BlockSize: l.BlockSize, BloomBitsPerKey: bloomBits(l.BloomBitsPerKey),
+			Build: table.BuildOptions{BlockSize: l.BlockSize, BloomBitsPerKey: bloomBits(l.BloomBitsPerKey),
 				Snappy: l.Compression == "snappy", NoSync: l.NoSync},
 		},
-		Cache:  store.CacheOptions{Blocks: blocks},
+		Cache:  table.CacheOptions{Blocks: blocks},
 		Repair: versions.RepairOptions{ScrubRate: cfg.ScrubRate * 1e6},
 	}
 	sopts := server.Options{

@@ -14,7 +14,7 @@ import (
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/storaged/internal/testutil"
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // The dataset of the issue: 1M records of 100-byte values in 8 files.
@@ -101,7 +101,7 @@ func BenchmarkLoad1M(b *testing.B) {
 				dir := filepath.Join(out, fmt.Sprint(i))
 				res, err := Load(context.Background(), Request{Source: src, DB: "bench", Version: "1", Files: files,
 					Dir: func(p int) string { return filepath.Join(dir, fmt.Sprint(p)) }},
-					Options{Build: store.BuildOptions{NoSync: c.noSync}})
+					Options{Build: table.BuildOptions{NoSync: c.noSync}})
 				if err != nil || res.Records != benchRecords {
 					b.Fatalf("load: %+v, %v", res, err)
 				}

@@ -6,13 +6,13 @@ import (
 	"slices"
 	"sync"
 
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // chunkSize is the size of the arena chunks records are copied into.
 const chunkSize = 1 << 20
 
-// entry locates one buffered record. prefix is store.KeyPrefix of the key
+// entry locates one buffered record. prefix is table.KeyPrefix of the key
 // (its first 8 bytes), so most comparisons never touch the arena.
 type entry struct {
 	prefix uint64
@@ -48,7 +48,7 @@ func (b *buffer) add(key, val []byte) int64 {
 	c = append(c, key...)
 	c = append(c, val...)
 	b.chunks[last] = c
-	b.entries = append(b.entries, entry{prefix: store.KeyPrefix(key), chunk: uint32(last), off: uint32(off)})
+	b.entries = append(b.entries, entry{prefix: table.KeyPrefix(key), chunk: uint32(last), off: uint32(off)})
 	n := int64(len(c)-off) + 16
 	b.bytes += n
 	return n

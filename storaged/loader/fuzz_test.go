@@ -12,7 +12,7 @@ import (
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/storaged/internal/testutil"
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // FuzzLoadFile loads arbitrary bytes as a one-file version (and the same
@@ -43,13 +43,13 @@ func FuzzLoadFile(f *testing.F) {
 			files, _ := src.Files(context.Background(), "db", v)
 			pdir := func(p int) string { return filepath.Join(out, v, fmt.Sprint(p)) }
 			_, err := Load(context.Background(), Request{Source: src, DB: "db", Version: v, Files: files, Dir: pdir},
-				Options{SpillBytes: 64 << 10, Build: store.BuildOptions{NoSync: true}})
+				Options{SpillBytes: 64 << 10, Build: table.BuildOptions{NoSync: true}})
 			if err != nil {
 				continue
 			}
-			parts := make([]*store.Partition, n)
+			parts := make([]*table.Partition, n)
 			for p := range parts {
-				if parts[p], err = store.OpenPartition(pdir(p), store.CacheOptions{}); err != nil {
+				if parts[p], err = table.OpenPartition(pdir(p), table.CacheOptions{}); err != nil {
 					t.Fatalf("loaded partition does not open: %v", err)
 				}
 				defer parts[p].Close()

@@ -13,7 +13,7 @@ import (
 	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // ErrNoFiles is returned for a version without data files.
@@ -31,7 +31,7 @@ type Options struct {
 	// before writing sorted runs; default 128 MiB.
 	SpillBytes int64
 	// Build tunes the written tables.
-	Build store.BuildOptions
+	Build table.BuildOptions
 	// Log receives progress; default no logging.
 	Log *zap.Logger
 }
@@ -56,11 +56,11 @@ type Result struct {
 	// Runs counts the sorted runs written.
 	Runs int64
 
-	built []*store.PartitionBuilder
+	built []*table.PartitionBuilder
 }
 
 // Sync returns once every partition the load built is on disk (see
-// store.PartitionBuilder.Sync); the partitions may be opened and served
+// table.PartitionBuilder.Sync); the partitions may be opened and served
 // before.
 func (r Result) Sync() error {
 	errs := make([]error, len(r.built))
@@ -85,7 +85,7 @@ type loadState struct {
 	req      Request
 	opts     Options
 	n        int
-	builders []*store.PartitionBuilder // by partition; nil if not held
+	builders []*table.PartitionBuilder // by partition; nil if not held
 	buffers  []*buffer                 // by partition; nil if not held
 	buffered atomic.Int64              // bytes in buffers
 	spillMu  sync.Mutex                // one spill at a time
@@ -120,12 +120,12 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		}
 	}
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n,
-		builders: make([]*store.PartitionBuilder, n), buffers: make([]*buffer, n)}
+		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n)}
 	for _, p := range held {
 		if p < 0 || p >= n {
 			return Result{}, fmt.Errorf("loader: partition %d out of range [0,%d)", p, n)
 		}
-		b, err := store.CreatePartition(req.Dir(p), opts.Build)
+		b, err := table.CreatePartition(req.Dir(p), opts.Build)
 		if err != nil {
 			return Result{}, fmt.Errorf("loader: %w", err)
 		}
@@ -221,7 +221,7 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 		return fmt.Errorf("loader: %w", err)
 	}
 	var (
-		run   *store.RunWriter
+		run   *table.RunWriter
 		runP  = -1
 		count int64
 	)
@@ -251,7 +251,7 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 				if err == nil {
 					continue
 				}
-				if !errors.Is(err, store.ErrOrder) {
+				if !errors.Is(err, table.ErrOrder) {
 					return fmt.Errorf("loader: %w", err)
 				}
 			}
@@ -279,7 +279,7 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 	return st.closeRun(&run)
 }
 
-func (st *loadState) closeRun(run **store.RunWriter) error {
+func (st *loadState) closeRun(run **table.RunWriter) error {
 	w := *run
 	*run = nil
 	if w == nil {

@@ -15,12 +15,12 @@ import (
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/storaged/internal/testutil"
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // load loads root/db/version into a temp dir and returns the result and
 // the opened partitions.
-func load(t *testing.T, root, db, version string, held []int, opts Options) (Result, []*store.Partition, error) {
+func load(t *testing.T, root, db, version string, held []int, opts Options) (Result, []*table.Partition, error) {
 	t.Helper()
 	src, err := source.Open(root, source.Options{})
 	if err != nil {
@@ -37,14 +37,14 @@ func load(t *testing.T, root, db, version string, held []int, opts Options) (Res
 	if err != nil {
 		return res, nil, err
 	}
-	parts := make([]*store.Partition, len(files))
+	parts := make([]*table.Partition, len(files))
 	if held == nil {
 		for p := range files {
 			held = append(held, p)
 		}
 	}
 	for _, p := range held {
-		if parts[p], err = store.OpenPartition(dir(p), store.CacheOptions{}); err != nil {
+		if parts[p], err = table.OpenPartition(dir(p), table.CacheOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { parts[p].Close() })
@@ -52,7 +52,7 @@ func load(t *testing.T, root, db, version string, held []int, opts Options) (Res
 	return res, parts, nil
 }
 
-func get(parts []*store.Partition, key []byte) ([]byte, error) {
+func get(parts []*table.Partition, key []byte) ([]byte, error) {
 	p := parts[hashring.Partition(key, len(parts))]
 	if p == nil {
 		return nil, errors.New("not held")
@@ -110,7 +110,7 @@ func TestGeneralPathWithSpills(t *testing.T) {
 			t.Fatalf("%q = %q, %v; want %q", r.Key, v, err, r.Value)
 		}
 	}
-	if _, err := get(parts, []byte("missing")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := get(parts, []byte("missing")); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("missing key: %v", err)
 	}
 }

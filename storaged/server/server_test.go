@@ -22,6 +22,7 @@ import (
 	"spangle/storaged/blockcache"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/store"
+	"spangle/storaged/table"
 	"spangle/storaged/versions"
 )
 
@@ -60,7 +61,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 		t.Fatal(err)
 	}
 	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
-		Cache: store.CacheOptions{Blocks: blockcache.New(1 << 20)}}
+		Cache: table.CacheOptions{Blocks: blockcache.New(1 << 20)}}
 	vopts.Loader.Build.NoSync = true
 	m, err := versions.New(vopts)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/topo"
+	"spangle/storaged/internal/fsync"
 )
 
 // manifestName is the version manifest's file name inside a version dir.
@@ -169,7 +170,7 @@ func (s *Store) WriteManifest(m Manifest) error {
 		return fmt.Errorf("store: writing manifest of %s/%s: %w", m.DB, m.Version, err)
 	}
 	if m.Complete {
-		if err := syncPath(dir); err != nil {
+		if err := fsync.Path(dir); err != nil {
 			return fmt.Errorf("store: syncing %s: %w", dir, err)
 		}
 	}

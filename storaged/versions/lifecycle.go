@@ -13,6 +13,7 @@ import (
 	"spangle/shared/source"
 	"spangle/storaged/loader"
 	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // startLoadLocked starts loading db/name in the background.
@@ -229,7 +230,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 // open opens the held partitions of a version, two at a time per CPU (an
 // open reads each table's index and filter).
 func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
-	parts := make([]*store.Partition, n)
+	parts := make([]*table.Partition, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -238,7 +239,7 @@ func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			parts[p], errs[p] = store.OpenPartition(m.opts.Store.PartitionDir(db, name, p), m.opts.Cache)
+			parts[p], errs[p] = table.OpenPartition(m.opts.Store.PartitionDir(db, name, p), m.opts.Cache)
 		}()
 	}
 	wg.Wait()

@@ -15,6 +15,7 @@ import (
 	"spangle/shared/source"
 	"spangle/storaged/loader"
 	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // DefaultFallbackAfter is how long a loaded version waits for the cluster
@@ -79,7 +80,7 @@ type Options struct {
 	// Loader tunes loading; its Limit and Log are set by the manager.
 	Loader loader.Options
 	// Cache bounds each open partition's memory.
-	Cache store.CacheOptions
+	Cache table.CacheOptions
 	Hooks Hooks
 	// Repair tunes the scrub and the rebuild of corrupt partitions.
 	Repair RepairOptions

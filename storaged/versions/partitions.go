@@ -11,7 +11,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/storaged/loader"
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // dropGrace is how long a dropped partition stays open for requests that
@@ -86,7 +86,7 @@ func (m *Manager) AddPartition(ctx context.Context, db, version string, p int, f
 	if err != nil {
 		return err
 	}
-	part, err := store.OpenPartition(dir, m.opts.Cache)
+	part, err := table.OpenPartition(dir, m.opts.Cache)
 	if err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("versions: %w", err)
@@ -126,7 +126,7 @@ func (m *Manager) fillPartition(ctx context.Context, db, version string, files [
 	if fill != nil {
 		err := fill(ctx, dir)
 		if err == nil {
-			if err = store.VerifyPartition(ctx, dir, nil); err == nil {
+			if err = table.VerifyPartition(ctx, dir, nil); err == nil {
 				return fromPeer, nil
 			}
 		}
@@ -200,7 +200,7 @@ func (m *Manager) recordHeldLocked(db, version string, held []int) {
 // withPartition returns a copy of v serving part as partition p (nil: not
 // serving p). The copy shares v's open partitions; v stays usable by the
 // requests that hold it.
-func (v *Version) withPartition(p int, part *store.Partition) *Version {
+func (v *Version) withPartition(p int, part *table.Partition) *Version {
 	parts := slices.Clone(v.parts)
 	parts[p] = part
 	nv := newVersion(v.DB, v.Name, v.NumPartitions, v.Created, parts, v.reports)

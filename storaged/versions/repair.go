@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // A partition of the local store can rot after it was built and synced:
@@ -70,14 +70,14 @@ type RepairOptions struct {
 type corruptReport struct {
 	db, version string
 	p           int
-	part        *store.Partition
+	part        *table.Partition
 	err         error
 	by          string
 }
 
 // badPartition is a partition found corrupt and not yet replaced.
 type badPartition struct {
-	part   *store.Partition // the bad copy, serving until replaced
+	part   *table.Partition // the bad copy, serving until replaced
 	by     string
 	reason string // what was found, then why a rebuild failed
 }
@@ -209,7 +209,7 @@ func (m *Manager) rebuild(ctx context.Context, db string, vs *vstate, p int, b *
 		os.Rename(old, dir)
 		return "", fmt.Errorf("versions: putting the rebuilt copy in place: %w", err)
 	}
-	part, err := store.OpenPartition(dir, m.opts.Cache)
+	part, err := table.OpenPartition(dir, m.opts.Cache)
 	if err != nil {
 		return "", fmt.Errorf("versions: opening the rebuilt partition: %w", err)
 	}

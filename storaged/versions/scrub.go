@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // A version reused from the local store after a restart was checked when
@@ -19,7 +19,7 @@ import (
 // whole node (RepairOptions.ScrubRate) so that it does not starve the
 // lookups of the disk. A bad block it finds is reported as a lookup's is,
 // and the partition rebuilt (repair.go). It reads the files itself
-// (store.VerifyPartition), not through the open partitions, so it needs
+// (table.VerifyPartition), not through the open partitions, so it needs
 // no reference to the version and leaves the block cache alone.
 
 // afterReuse is called once a version reused from the local store
@@ -65,7 +65,7 @@ func (m *Manager) scrub(ctx context.Context, db string, vs *vstate, held []int) 
 		zap.Ints("partitions", held), zap.Float64("rate_mb_per_s", m.rep.opts.ScrubRate/1e6))
 	for _, p := range held {
 		m.mu.Lock()
-		var part *store.Partition
+		var part *table.Partition
 		if m.servableLocked(db, vs.name) == vs {
 			part = vs.v.parts[p]
 		}
@@ -73,12 +73,12 @@ func (m *Manager) scrub(ctx context.Context, db string, vs *vstate, held []int) 
 		if part == nil {
 			continue // dropped meanwhile, or the version went
 		}
-		err := store.VerifyPartition(ctx, m.opts.Store.PartitionDir(db, vs.name, p), pace)
+		err := table.VerifyPartition(ctx, m.opts.Store.PartitionDir(db, vs.name, p), pace)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, store.ErrCorrupt):
+		case errors.Is(err, table.ErrCorrupt):
 			bad++
 			select {
 			case m.rep.reports <- corruptReport{db: db, version: vs.name, p: p, part: part, err: err, by: foundByScrub}:

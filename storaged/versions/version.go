@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"spangle/shared/hashring"
-	"spangle/storaged/store"
+	"spangle/storaged/table"
 )
 
 // Lookup errors of Acquire and Get.
@@ -21,7 +21,7 @@ var (
 	// ErrPartitionNotHeld: this node does not hold the key's partition.
 	ErrPartitionNotHeld = errors.New("versions: partition not held")
 	// ErrNotFound: the version has no such key.
-	ErrNotFound = store.ErrNotFound
+	ErrNotFound = table.ErrNotFound
 	// ErrPartitionCorrupt: the key's block in this node's copy of the
 	// partition does not read back as written (bit rot, a bad disk). The
 	// partition is being rebuilt; another replica, or this node once the
@@ -38,7 +38,7 @@ type Version struct {
 	// Created is when the source version was written; Last-Modified.
 	Created time.Time
 
-	parts []*store.Partition // by partition; nil when not held
+	parts []*table.Partition // by partition; nil when not held
 	held  []int
 	// corrupt is set for a partition once a lookup found a bad block in
 	// it, so the manager hears of it once; reports is where it hears.
@@ -56,7 +56,7 @@ type Version struct {
 	lastUsed atomic.Int64 // unix nanos of the last pinned use while not current
 }
 
-func newVersion(db, name string, n int, created time.Time, parts []*store.Partition, reports chan<- corruptReport) *Version {
+func newVersion(db, name string, n int, created time.Time, parts []*table.Partition, reports chan<- corruptReport) *Version {
 	v := &Version{DB: db, Name: name, NumPartitions: n, Created: created, parts: parts,
 		corrupt: make([]atomic.Bool, n), reports: reports,
 		HeaderVersion:      []string{name},
@@ -82,7 +82,7 @@ func (v *Version) Get(dst, key []byte) ([]byte, error) {
 		return dst, ErrPartitionNotHeld
 	}
 	val, err := p.Get(dst, key)
-	if err != nil && errors.Is(err, store.ErrCorrupt) {
+	if err != nil && errors.Is(err, table.ErrCorrupt) {
 		return val, v.corruptBlock(i, p, err)
 	}
 	return val, err
@@ -92,7 +92,7 @@ func (v *Version) Get(dst, key []byte) ([]byte, error) {
 // blocking, that a lookup found a bad block in partition i, and returns
 // the lookup's error. The partition's other blocks keep answering: each
 // block's checksum is checked whenever it is read from disk.
-func (v *Version) corruptBlock(i int, p *store.Partition, err error) error {
+func (v *Version) corruptBlock(i int, p *table.Partition, err error) error {
 	if v.reports != nil && v.corrupt[i].CompareAndSwap(false, true) {
 		select {
 		case v.reports <- corruptReport{db: v.DB, version: v.Name, p: i, part: p, err: err, by: foundByLookup}:

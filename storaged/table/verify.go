@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"context"
@@ -23,18 +23,18 @@ const verifyChunk = 1 << 20
 func VerifyPartition(ctx context.Context, dir string, pace func(n int) error) error {
 	refs, err := readDescriptor(dir)
 	if err != nil {
-		return fmt.Errorf("store: verifying %s: %w", dir, err)
+		return fmt.Errorf("table: verifying %s: %w", dir, err)
 	}
 	var buf []byte
 	for _, ref := range refs {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("store: verifying %s: %w", dir, err)
+			return fmt.Errorf("table: verifying %s: %w", dir, err)
 		}
 		// Opening checks the footer, the metaindex, the filter and the
 		// index: what follows the data blocks, paced once read.
 		t, err := openTable(tablePath(dir, ref.num), nil)
 		if err != nil {
-			return fmt.Errorf("store: verifying %s: %w", dir, err)
+			return fmt.Errorf("table: verifying %s: %w", dir, err)
 		}
 		if pace != nil {
 			err = pace(int(t.size - t.dataEnd()))
@@ -44,7 +44,7 @@ func VerifyPartition(ctx context.Context, dir string, pace func(n int) error) er
 		}
 		t.close()
 		if err != nil {
-			return fmt.Errorf("store: verifying %s: %w", dir, err)
+			return fmt.Errorf("table: verifying %s: %w", dir, err)
 		}
 	}
 	return nil

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package store
+package table
 
 import (
 	"errors"
@@ -9,5 +9,5 @@ import (
 
 // reserve is not supported here: tables are written without it.
 func reserve(*os.File, int64, int64) error {
-	return errors.New("store: preallocation not supported")
+	return errors.New("table: preallocation not supported")
 }

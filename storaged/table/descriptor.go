@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ type tableRef struct {
 func readDescriptor(dir string) ([]tableRef, error) {
 	cur, err := os.ReadFile(filepath.Join(dir, "CURRENT"))
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("table: %w", err)
 	}
 	name := strings.TrimSuffix(string(cur), "\n")
 	if !strings.HasPrefix(name, "MANIFEST-") || strings.ContainsAny(name, "/\\") {
@@ -49,7 +49,7 @@ func readDescriptor(dir string) ([]tableRef, error) {
 	}
 	f, err := os.Open(filepath.Join(dir, name))
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("table: %w", err)
 	}
 	defer f.Close()
 	d := descriptor{live: map[[2]uint64]tableRef{}}
@@ -71,7 +71,7 @@ func readDescriptor(dir string) ([]tableRef, error) {
 		}
 	}
 	if d.comparer != "" && d.comparer != bytewiseComparer {
-		return nil, fmt.Errorf("store: %s: comparer %q, only %q is read", dir, d.comparer, bytewiseComparer)
+		return nil, fmt.Errorf("table: %s: comparer %q, only %q is read", dir, d.comparer, bytewiseComparer)
 	}
 	for _, num := range []uint64{d.journal, d.prevJournal} {
 		if num == 0 {
@@ -79,7 +79,7 @@ func readDescriptor(dir string) ([]tableRef, error) {
 		}
 		fi, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%06d.log", num)))
 		if err == nil && fi.Size() > 0 {
-			return nil, fmt.Errorf("store: %s: journal %06d.log holds records that are in no table", dir, num)
+			return nil, fmt.Errorf("table: %s: journal %06d.log holds records that are in no table", dir, num)
 		}
 	}
 	refs := make([]tableRef, 0, len(d.live))

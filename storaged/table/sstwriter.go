@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"encoding/binary"
@@ -209,7 +209,7 @@ func (w *sstWriter) flush() {
 	}
 	n, err := w.w.Write(w.buf[:w.blockStart])
 	if err != nil {
-		w.err = fmt.Errorf("store: writing table: %w", err)
+		w.err = fmt.Errorf("table: writing table: %w", err)
 		return
 	}
 	w.written += uint64(n)

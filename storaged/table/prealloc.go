@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func (p *preallocFile) Write(b []byte) (int, error) {
 func (p *preallocFile) finish() error {
 	if p.reserved > p.off {
 		if err := p.f.Truncate(p.off); err != nil {
-			return fmt.Errorf("store: %w", err)
+			return fmt.Errorf("table: %w", err)
 		}
 	}
 	return nil

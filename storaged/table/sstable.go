@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 // ErrCorrupt marks a table that does not read back as LevelDB wrote it:
 // a bad checksum, a truncated block, an entry running off its block.
-var ErrCorrupt = errors.New("store: corrupt table")
+var ErrCorrupt = errors.New("table: corrupt table")
 
 // LevelDB's table format, as its table_format.md describes it: data
 // blocks, a filter block, a metaindex block naming the filter, an index
@@ -90,7 +90,7 @@ type sstable struct {
 func openTable(path string, blocks *blockcache.Cache) (*sstable, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("table: %w", err)
 	}
 	t := &sstable{f: f, name: path, blocks: blocks, id: blocks.NewTableID()}
 	if err := t.readMeta(); err != nil {
@@ -103,7 +103,7 @@ func openTable(path string, blocks *blockcache.Cache) (*sstable, error) {
 func (t *sstable) readMeta() error {
 	fi, err := t.f.Stat()
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return fmt.Errorf("table: %w", err)
 	}
 	t.size = uint64(fi.Size())
 	if t.size < footerLen {
@@ -111,7 +111,7 @@ func (t *sstable) readMeta() error {
 	}
 	var footer [footerLen]byte
 	if _, err := t.f.ReadAt(footer[:], int64(t.size-footerLen)); err != nil {
-		return fmt.Errorf("store: reading %s: %w", t.name, err)
+		return fmt.Errorf("table: reading %s: %w", t.name, err)
 	}
 	if binary.LittleEndian.Uint64(footer[footerLen-8:]) != tableMagic {
 		return t.corrupt(t.size-footerLen, "bad magic number")

@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb/journal"
+
+	"spangle/storaged/internal/fsync"
 )
 
 // BuildOptions tunes how partitions are written. Zero values select the
@@ -52,10 +54,10 @@ func (o BuildOptions) restartInterval() int {
 
 // ErrOrder is returned by RunWriter.Append for a key smaller than the
 // previous one.
-var ErrOrder = errors.New("store: keys out of order")
+var ErrOrder = errors.New("table: keys out of order")
 
 // LevelDB's on-disk constants that the builder needs: the comparer name
-// recorded in the MANIFEST, the tags of a version edit, and the key type of
+// recorded in the descriptor, the tags of a version edit, and the key type of
 // a value. They are part of LevelDB's file format.
 const (
 	bytewiseComparer = "leveldb.BytewiseComparator"
@@ -67,9 +69,9 @@ const (
 	keyTypeValue     = 1
 	// seq is the sequence number of every key: versions are written once.
 	seq = 1
-	// manifestNum is the file number of the LevelDB MANIFEST; tables
-	// are numbered after it.
-	manifestNum = 1
+	// descriptorNum is the file number of the descriptor; tables are
+	// numbered after it.
+	descriptorNum = 1
 )
 
 // trailer is the 8 bytes LevelDB appends to a user key in its tables.
@@ -92,7 +94,7 @@ type tableInfo struct {
 // partition can be opened and served from the page cache, and Sync then
 // waits for its files to reach the disk. A crash before Sync returns
 // leaves files that must not be trusted, which the caller's own record of
-// a complete build (the version manifest) is written after Sync to say.
+// a complete build (package store's manifest) is written after Sync to say.
 type PartitionBuilder struct {
 	dir  string
 	opts BuildOptions
@@ -106,13 +108,13 @@ type PartitionBuilder struct {
 // not exist yet or be empty.
 func CreatePartition(dir string, opts BuildOptions) (*PartitionBuilder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("table: %w", err)
 	}
-	return &PartitionBuilder{dir: dir, opts: opts, next: manifestNum + 1}, nil
+	return &PartitionBuilder{dir: dir, opts: opts, next: descriptorNum + 1}, nil
 }
 
-// descriptorName is the file name of the LevelDB MANIFEST (the
-// descriptor) the builder writes, file number manifestNum, which CURRENT
+// descriptorName is the file name of the descriptor the builder writes
+// (LevelDB calls it a MANIFEST), file number descriptorNum, which CURRENT
 // names.
 const descriptorName = "MANIFEST-000001"
 
@@ -125,7 +127,7 @@ func (b *PartitionBuilder) NewRun() (*RunWriter, error) {
 	b.mu.Unlock()
 	f, err := os.Create(tableFile(b.dir, num))
 	if err != nil {
-		return nil, fmt.Errorf("store: creating table in %s: %w", b.dir, err)
+		return nil, fmt.Errorf("table: creating table in %s: %w", b.dir, err)
 	}
 	pf := &preallocFile{f: f}
 	return &RunWriter{b: b, num: num, f: f, pf: pf, w: newSSTWriter(pf, b.opts)}, nil
@@ -149,7 +151,7 @@ func (w *RunWriter) Append(key, value []byte) error {
 		if errors.Is(err, ErrOrder) {
 			return err
 		}
-		return fmt.Errorf("store: writing %s: %w", w.b.dir, err)
+		return fmt.Errorf("table: writing %s: %w", w.b.dir, err)
 	}
 	if w.n == 0 {
 		w.imin = bytes.Clone(key)
@@ -180,7 +182,7 @@ func (w *RunWriter) Close() error {
 	}
 	if err != nil {
 		os.Remove(w.f.Name())
-		return fmt.Errorf("store: finishing table in %s: %w", w.b.dir, err)
+		return fmt.Errorf("table: finishing table in %s: %w", w.b.dir, err)
 	}
 	w.b.mu.Lock()
 	w.b.tables = append(w.b.tables, tableInfo{num: w.num, size: size, imin: append(w.imin, trailer[:]...), imax: imax})
@@ -198,7 +200,7 @@ func (w *RunWriter) Abort() {
 	os.Remove(w.f.Name())
 }
 
-// Finish writes the LevelDB MANIFEST and CURRENT files that make the runs
+// Finish writes the descriptor and CURRENT files that make the runs
 // a database, which may then be opened. Every run must be closed. Nothing
 // is synced yet: see Sync.
 func (b *PartitionBuilder) Finish() error {
@@ -206,7 +208,7 @@ func (b *PartitionBuilder) Finish() error {
 	defer b.mu.Unlock()
 	f, err := os.Create(filepath.Join(b.dir, descriptorName))
 	if err != nil {
-		return fmt.Errorf("store: creating manifest in %s: %w", b.dir, err)
+		return fmt.Errorf("table: creating descriptor in %s: %w", b.dir, err)
 	}
 	jw := journal.NewWriter(f)
 	rw, err := jw.Next()
@@ -220,13 +222,13 @@ func (b *PartitionBuilder) Finish() error {
 		err = cerr
 	}
 	if err == nil {
-		// CURRENT names the MANIFEST. It is written in place, not aside
+		// CURRENT names the descriptor. It is written in place, not aside
 		// and renamed: a partition cut short by a crash is never opened,
-		// since its version's manifest is only marked complete after Sync.
+		// since its build is only recorded complete after Sync.
 		err = os.WriteFile(filepath.Join(b.dir, "CURRENT"), []byte(descriptorName+"\n"), 0o644)
 	}
 	if err != nil {
-		return fmt.Errorf("store: writing manifest in %s: %w", b.dir, err)
+		return fmt.Errorf("table: writing descriptor in %s: %w", b.dir, err)
 	}
 	return nil
 }
@@ -250,27 +252,14 @@ func (b *PartitionBuilder) Sync() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = syncPath(p)
+			errs[i] = fsync.Path(p)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store: syncing %s: %w", b.dir, err)
+		return fmt.Errorf("table: syncing %s: %w", b.dir, err)
 	}
 	return nil
-}
-
-// syncPath fsyncs a file or directory by name.
-func syncPath(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // versionEdit encodes the one LevelDB version edit that describes the

@@ -1,4 +1,4 @@
-package store
+package table
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 // ErrNotFound is returned by Partition.Get for a key it does not hold.
-var ErrNotFound = errors.New("store: key not found")
+var ErrNotFound = errors.New("table: key not found")
 
 // CacheOptions says what open partitions read through.
 type CacheOptions struct {
@@ -38,14 +38,14 @@ type partTable struct {
 func OpenPartition(dir string, o CacheOptions) (*Partition, error) {
 	refs, err := readDescriptor(dir)
 	if err != nil {
-		return nil, fmt.Errorf("store: opening partition %s: %w", dir, err)
+		return nil, fmt.Errorf("table: opening partition %s: %w", dir, err)
 	}
 	p := &Partition{dir: dir}
 	for _, ref := range refs {
 		t, err := openTable(tablePath(dir, ref.num), o.Blocks)
 		if err != nil {
 			p.Close()
-			return nil, fmt.Errorf("store: opening partition %s: %w", dir, err)
+			return nil, fmt.Errorf("table: opening partition %s: %w", dir, err)
 		}
 		p.tables = append(p.tables, partTable{sstable: t, smallest: ref.smallest, largest: ref.largest})
 	}
@@ -83,7 +83,7 @@ func (p *Partition) Close() error {
 	}
 	p.tables = nil
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("store: closing partition %s: %w", p.dir, err)
+		return fmt.Errorf("table: closing partition %s: %w", p.dir, err)
 	}
 	return nil
 }
