@@ -12,6 +12,7 @@ import (
 	"spangle/routerd/config"
 	"spangle/routerd/health"
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 	xdsserver "spangle/xds/server"
 )
 
@@ -86,6 +87,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		HedgeBudget:       hedgeBudget(cfg.HedgeBudget),
 		CacheBytes:        cfg.CacheSize,
 		ContentType:       cfg.ContentType,
+		BatchLimits:       wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
 		Health:            deps.Health,
 		Logger:            log,
 	})
