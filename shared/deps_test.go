@@ -1,7 +1,8 @@
 // Package shared_test holds the module's dependency rule, checked with
 // go list so that a wrong import fails a test rather than a code review:
 // shared imports nothing else of ours, storaged and routerd never import
-// each other, xds imports only shared, and routerd may embed xds.
+// each other, xds imports only shared, routerd may embed xds, and the
+// app-facing client imports only shared (and no daemon imports it).
 package shared_test
 
 import (
@@ -17,6 +18,7 @@ var allowed = map[string][]string{
 	"xds":      {"xds", "shared"},
 	"storaged": {"storaged", "shared"},
 	"routerd":  {"routerd", "shared", "xds"},
+	"client":   {"client", "shared"},
 }
 
 func TestDependencyRule(t *testing.T) {
