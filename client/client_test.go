@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -354,5 +355,39 @@ func TestNewRefusesBadBase(t *testing.T) {
 		if _, err := New(base, Options{}); err == nil {
 			t.Errorf("New(%q) accepted", base)
 		}
+	}
+}
+
+// TestConnectionReuse: calls after the first reuse the kept-alive
+// connection, whatever their answer (a value, not found, a batch).
+func TestConnectionReuse(t *testing.T) {
+	root := t.TempDir()
+	if err := writeVersion(root, "db", "v1", 2, testRecords()); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, startStoraged(t, root), Options{})
+	var fresh, reused int
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if info.Reused {
+				reused++
+			} else {
+				fresh++
+			}
+		},
+	})
+	for i := 0; i < 10; i++ {
+		if _, err := c.Get(ctx, "db", []byte("key-"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Get(ctx, "db", []byte("nope")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.MultiGet(ctx, "db", [][]byte{[]byte("key-1"), []byte("big")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fresh != 1 || reused != 29 {
+		t.Fatalf("%d new connections, %d reused; want 1 and 29", fresh, reused)
 	}
 }

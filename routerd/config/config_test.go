@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	if c.Bind != DefaultBind || len(c.Storaged) != 1 || c.Storaged[0] != DefaultStoraged || c.UseZK() ||
 		c.ProxyTimeout != 100*time.Millisecond || c.ProxyStageTimeout != 50*time.Millisecond ||
 		c.CacheSize != DefaultCacheSize || c.HedgeBudget != 0.1 || c.MinReplication != 1 ||
-		c.GCHeadroom != DefaultGCHeadroom {
+		c.GCHeadroom != DefaultGCHeadroom || c.BatchMaxKeys != 1000 || c.BatchMaxBytes != 1<<20 {
 		t.Fatalf("defaults %+v", c)
 	}
 }
@@ -63,6 +63,8 @@ func TestValidation(t *testing.T) {
 		{"--cache-size", "-1"},
 		{"--gc-headroom", "-1"},
 		{"--min-replication", "0"},
+		{"--batch-max-keys", "0"},
+		{"--batch-max-bytes", "-1"},
 		{"extra"},
 	} {
 		if _, err := Parse(args, io.Discard); err == nil {

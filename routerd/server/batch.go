@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.uber.org/zap"
 
 	"spangle/routerd/cache"
 	"spangle/routerd/proxy"
@@ -191,8 +194,11 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 			return
 		}
 		a, err := wire.DecodeBatchAnswer(resp.Body)
-		if err != nil || a.Version != version {
-			s.log.Warn("batch: bad answer from storaged")
+		if err == nil && a.Version != version {
+			err = fmt.Errorf("server: answer of version %q for pinned %q", a.Version, version)
+		}
+		if err != nil {
+			s.log.Warn("batch: bad answer from storaged", zap.String("node", resp.Addr), zap.Error(err))
 			fail(idx, outcome{reason: wire.FailReason(http.StatusBadGateway, "bad answer from "+resp.Addr)})
 			return
 		}

@@ -68,6 +68,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		`source = "/x"` + "\n[leveldb]\ncompression = \"lz4\"": "leveldb.compression",
 		`source = "/x"` + "\nmax_inflight = -2":                "max_inflight",
 		`source = "/x"` + "\ngc_headroom = -1":                 "gc_headroom",
+		`source = "/x"` + "\nbatch_max_keys = 0":               "batch_max_keys",
+		`source = "/x"` + "\nbatch_max_bytes = -5":             "batch_max_bytes",
 		`bind = "127.0.0.1:1"`:                                 "source",
 	}
 	for in, key := range cases {
