@@ -248,10 +248,11 @@ func failOutcome(err error) outcome {
 
 // writeBatch writes the answer. When every key failed because replicas
 // shed load, the batch is 503 with Retry-After, so a client backs off
-// as for a single GET.
+// as for a single GET; when every key failed because no replica holds
+// the version, it is 410, as a pinned GET.
 func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Version, keys []batchKey, outs []outcome) int {
 	a := wire.NewBatchAnswer(version, len(keys))
-	shed, retryAfter := 0, ""
+	shed, gone, retryAfter := 0, 0, ""
 	var addrs []string
 	for i, k := range keys {
 		o := &outs[i]
@@ -271,6 +272,9 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		switch {
 		case o.reason != "":
 			s.bm.failed.Inc()
+			if wire.FailStatus(o.reason) == http.StatusGone {
+				gone++
+			}
 			if o.retryAfter != "" {
 				shed++
 				retryAfter = max(retryAfter, o.retryAfter)
@@ -282,9 +286,12 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		}
 	}
 	h := w.Header()
-	if shed > 0 && shed == len(keys) {
+	switch {
+	case shed > 0 && shed == len(keys):
 		h.Set("Retry-After", retryAfter)
 		return httpError(w, http.StatusServiceUnavailable, "every replica is shedding load")
+	case gone > 0 && gone == len(keys):
+		return httpError(w, http.StatusGone, "no replica holds this version")
 	}
 	body, err := a.Encode()
 	if err != nil {

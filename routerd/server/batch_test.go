@@ -174,6 +174,11 @@ func TestBatchPinnedAndErrors(t *testing.T) {
 	if rec.Code != 503 || rec.Header().Get("Retry-After") != "7" {
 		t.Fatalf("all shedding: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
+	// No replica holds the version after all: 410, as a pinned GET.
+	f.status["a:1"], f.status["b:1"] = 410, 410
+	if rec, _ := postBatch(t, s, "/db", "x\ny\n", wire.HeaderVersion, "v1"); rec.Code != 410 {
+		t.Fatalf("every replica without the version: %d, want 410", rec.Code)
+	}
 	// One replica down: failover answers every key.
 	f.status["a:1"], f.status["b:1"] = 502, 0
 	if _, a := postBatch(t, s, "/db", "x\ny\nz\n"); a == nil || len(a.Found) != 3 {
