@@ -282,6 +282,6 @@ func TestBatchFrozenReplica(t *testing.T) {
 		t.Fatal("no hedge and no timeout: the frozen replica was never asked, the test proved nothing")
 	}
 	t.Logf("%d batches of 50 keys with a replica frozen, %d keys timed out; worst %v (proxy_timeout %v); hedges %v; breaker transitions %v",
-		batches, int(rd.metric(t, `routerd_batch_key_outcomes_total{outcome="failed"}`)), worst, proxyTimeout, rd.metric(t, "routerd_hedges_started_total"), rd.metric(t, "routerd_breaker_transitions_total"))
+		batches, int(rd.metric(t, `routerd_batch_key_outcomes_total{outcome="failed"}`)), worst, proxyTimeout,
+		rd.metric(t, "routerd_hedges_started_total"), rd.metric(t, "routerd_breaker_transitions_total"))
 }
-
