@@ -259,19 +259,20 @@ func TestRetryOn503(t *testing.T) {
 	}
 	st := startStoraged(t, root, "--max-inflight", "1", "--test-delay", "1s")
 	ctx := context.Background()
-	// hold keeps storaged's one slot busy for about a second.
+	// hold keeps storaged's one slot busy for about a second: it waits
+	// until the slot is free, starts a lookup and returns once storaged
+	// counts it in progress.
 	hold := func() {
-		started := make(chan struct{})
+		t.Helper()
+		waitInflight(t, st, 0)
 		go func() {
-			close(started)
 			resp, err := http.Get(st + "/db/key-0")
 			if err == nil {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
 		}()
-		<-started
-		time.Sleep(200 * time.Millisecond)
+		waitInflight(t, st, 1)
 	}
 	shedBefore := shed(t, st)
 
@@ -296,7 +297,6 @@ func TestRetryOn503(t *testing.T) {
 	if _, err := none.Get(ctx, "db", []byte("key-7")); !errors.Is(err, ErrOverloaded) || !errors.As(err, &se) || se.RetryAfter != time.Second {
 		t.Fatalf("no retries: %v", err)
 	}
-	time.Sleep(time.Second)
 	hold()
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
@@ -308,6 +308,25 @@ func TestRetryOn503(t *testing.T) {
 // shed reads storaged's count of 503 answers.
 func shed(t *testing.T, base string) float64 {
 	t.Helper()
+	return metric(t, base, `spangle_storaged_requests_total{code="503"}`)
+}
+
+// waitInflight waits until storaged has n lookups in progress.
+func waitInflight(t *testing.T, base string, n float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for metric(t, base, "spangle_storaged_inflight_requests") != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("storaged never had %v lookups in progress", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// metric reads one sample (name with its labels as written) of base's
+// /metrics.
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +334,7 @@ func shed(t *testing.T, base string) float64 {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, `spangle_storaged_requests_total{code="503"} `); ok {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return f
 		}
