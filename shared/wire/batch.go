@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The batch lookup, POST /<db> (DESIGN.md). The request body holds one
@@ -167,24 +169,100 @@ func NewBatchAnswer(version string, n int) *BatchAnswer {
 	return &BatchAnswer{Version: version, Found: make(map[string][]byte, n), Missing: []string{}, Failed: map[string]string{}}
 }
 
-// Encode writes a as JSON. Empty parts are written as {} and [], never
-// null, so clients need not check.
+// Encode writes a as JSON, as encoding/json would but for the order of
+// the keys (unsorted) and without escaping <, > and & (the answer is
+// never HTML). Empty parts are written as {} and [], never null, so
+// clients need not check. It is written by hand because it is on the
+// batch lookup's path on both daemons: it takes a fraction of
+// json.Marshal's time (BenchmarkBatchEncode).
 func (a *BatchAnswer) Encode() ([]byte, error) {
-	out := *a
-	if out.Found == nil {
-		out.Found = map[string][]byte{}
+	n := 64 + len(a.Version)
+	for k, v := range a.Found {
+		n += len(k) + 8 + base64.StdEncoding.EncodedLen(len(v))
 	}
-	if out.Missing == nil {
-		out.Missing = []string{}
+	for _, k := range a.Missing {
+		n += len(k) + 4
 	}
-	if out.Failed == nil {
-		out.Failed = map[string]string{}
+	for k, r := range a.Failed {
+		n += len(k) + len(r) + 8
 	}
-	b, err := json.Marshal(&out)
-	if err != nil {
-		return nil, fmt.Errorf("wire: encoding batch answer: %w", err)
+	b := make([]byte, 0, n)
+	b = append(b, `{"version":`...)
+	b = appendJSONString(b, a.Version)
+	b = append(b, `,"found":{`...)
+	first := true
+	for k, v := range a.Found {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(appendJSONString(b, k), ':', '"')
+		b = append(base64.StdEncoding.AppendEncode(b, v), '"')
 	}
-	return append(b, '\n'), nil
+	b = append(b, `},"missing":[`...)
+	for i, k := range a.Missing {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+	}
+	b = append(b, `],"failed":{`...)
+	first = true
+	for k, r := range a.Failed {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(appendJSONString(b, k), ':')
+		b = appendJSONString(b, r)
+	}
+	return append(b, "}}\n"...), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
+// encoding/json does; a key's bytes always travel escaped, as %XX).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // DecodeBatchAnswer parses a batch answer.

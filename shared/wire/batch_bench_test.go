@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,6 +44,18 @@ func BenchmarkParseBatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := ParseBatch(body, BatchLimits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBatchEncodeStd is json.Marshal of the same answer, the
+// baseline of BenchmarkBatchEncode.
+func BenchmarkBatchEncodeStd(b *testing.B) {
+	a := benchAnswer()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(a); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -145,6 +147,38 @@ func FuzzParseBatch(f *testing.F) {
 		}
 		if j != len(back) {
 			t.Fatalf("round trip: %+v -> %+v", keys, back)
+		}
+	})
+}
+
+// FuzzBatchAnswerEncode: Encode's JSON decodes, with encoding/json, to
+// exactly what json.Marshal's of the same answer decodes to.
+func FuzzBatchAnswerEncode(f *testing.F) {
+	f.Add("v1", "a%2Fb", []byte("\x00\xff"), "k\"\\\n", "504 timed out")
+	f.Add("1", "\xff\xfe<>&", []byte{}, "\u2028\x7f\x01", "\xc3")
+	f.Fuzz(func(t *testing.T, version, key string, value []byte, other, reason string) {
+		a := NewBatchAnswer(version, 1)
+		a.Found[key] = value
+		a.Missing = append(a.Missing, other, key)
+		a.Failed[other] = reason
+		a.Failed[key+reason] = other
+		mine, err := a.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		std, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want BatchAnswer
+		if err := json.Unmarshal(mine, &got); err != nil {
+			t.Fatalf("Encode wrote invalid JSON %q: %v", mine, err)
+		}
+		if err := json.Unmarshal(std, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Encode %q decodes to %+v, json.Marshal's to %+v", mine, got, want)
 		}
 	})
 }
