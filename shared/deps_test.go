@@ -1,9 +1,10 @@
 // Package shared_test holds the module's dependency rule, checked with
 // go list so that a wrong import fails a test rather than a code review:
 // shared imports nothing else of ours, storaged and routerd never import
-// each other, xds imports only shared, and routerd may embed xds. Inside
-// each daemon, the HTTP package stays HTTP only: the wiring lives in the
-// daemon package above it.
+// each other, xds imports only shared, routerd may embed xds, and the
+// app-facing client imports only shared (and no daemon imports it).
+// Inside each daemon, the HTTP package stays HTTP only: the wiring lives
+// in the daemon package above it.
 package shared_test
 
 import (
@@ -20,6 +21,7 @@ var allowed = map[string][]string{
 	"xds":      {"xds", "shared"},
 	"storaged": {"storaged", "shared"},
 	"routerd":  {"routerd", "shared", "xds"},
+	"client":   {"client", "shared"},
 }
 
 // httpOnly lists, for each daemon's HTTP package, what it must not depend

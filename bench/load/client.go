@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -17,6 +18,10 @@ type conn struct {
 	c    net.Conn
 	r    *bufio.Reader
 	req  []byte
+	// check, if set, reads each 200 answer's body into buf and judges
+	// it; otherwise bodies are discarded unread.
+	check func(body []byte) error
+	buf   []byte
 }
 
 var (
@@ -42,6 +47,15 @@ func (c *conn) close() {
 // answer returns an error matching errStatus and leaves the connection
 // usable; any other error closes it (the next get redials).
 func (c *conn) get(path []byte) error {
+	if err := c.dial(); err != nil {
+		return err
+	}
+	c.req = append(append(append(c.req[:0], "GET "...), path...), " HTTP/1.1\r\nHost: bench\r\n\r\n"...)
+	return c.roundTrip()
+}
+
+// dial connects unless connected.
+func (c *conn) dial() error {
 	if c.c == nil {
 		nc, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
 		if err != nil {
@@ -54,14 +68,31 @@ func (c *conn) get(path []byte) error {
 			c.r.Reset(nc)
 		}
 	}
-	c.req = append(append(append(c.req[:0], "GET "...), path...), " HTTP/1.1\r\nHost: bench\r\n\r\n"...)
+	return nil
+}
+
+// post sends POST path with body, as get does GET.
+func (c *conn) post(path, body []byte) error {
+	if err := c.dial(); err != nil {
+		return err
+	}
+	c.req = append(append(append(c.req[:0], "POST "...), path...), " HTTP/1.1\r\nHost: bench\r\nContent-Length: "...)
+	c.req = append(strconv.AppendInt(c.req, int64(len(body)), 10), "\r\n\r\n"...)
+	c.req = append(c.req, body...)
+	return c.roundTrip()
+}
+
+// roundTrip writes c.req and reads the answer.
+func (c *conn) roundTrip() error {
 	if _, err := c.c.Write(c.req); err != nil {
 		c.close()
 		return fmt.Errorf("load: write: %w", err)
 	}
 	code, closeAfter, err := c.readResponse()
 	if err != nil {
-		c.close()
+		if !errors.Is(err, errStatus) || closeAfter {
+			c.close() // a body judged bad was read whole: keep the rest
+		}
 		return err
 	}
 	if closeAfter {
@@ -114,6 +145,19 @@ func (c *conn) readResponse() (code int, closeAfter bool, err error) {
 		} else {
 			return 0, false, errors.New("load: answer without Content-Length")
 		}
+	}
+	if c.check != nil && code == 200 {
+		if cap(c.buf) < n {
+			c.buf = make([]byte, n)
+		}
+		c.buf = c.buf[:n]
+		if _, err := io.ReadFull(c.r, c.buf); err != nil {
+			return 0, false, fmt.Errorf("load: body: %w", err)
+		}
+		if err := c.check(c.buf); err != nil {
+			return code, closeAfter, fmt.Errorf("%w: %w", errStatus, err)
+		}
+		return code, closeAfter, nil
 	}
 	if _, err := c.r.Discard(n); err != nil {
 		return 0, false, fmt.Errorf("load: body: %w", err)

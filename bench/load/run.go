@@ -14,12 +14,22 @@ import (
 // dst. Each connection calls it with its own rng.
 type PathFunc func(dst []byte, rng *rand.Rand) []byte
 
+// BodyFunc appends the body of the next request to dst, as PathFunc
+// does the path.
+type BodyFunc func(dst []byte, rng *rand.Rand) []byte
+
 // Options configures a Run. Zero values select the defaults noted.
 type Options struct {
 	// Addr is the server's host:port.
 	Addr string
 	// Path gives each request's path; required.
 	Path PathFunc
+	// Body, when set, makes every request a POST of the body it gives
+	// (say, a batch of random keys) to Path's path.
+	Body BodyFunc
+	// Check, when set, judges every 200 answer's body (say, that a
+	// batch failed no key); an error counts the request as failed.
+	Check func(body []byte) error
 	// Conns is the number of connections, each with one request in
 	// flight at a time; default 32.
 	Conns int
@@ -83,6 +93,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	for i := range workers {
 		w := &workers[i]
 		w.c = newConn(o.Addr)
+		w.c.check = o.Check
 		w.rng = rand.New(rand.NewPCG(o.Seed, uint64(i)))
 		w.from, w.end = measureFrom, end
 		if o.Rate > 0 {
@@ -93,7 +104,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		go func() {
 			defer wg.Done()
 			defer w.c.close()
-			w.run(ctx, o.Path)
+			w.run(ctx, o.Path, o.Body)
 		}()
 	}
 	wg.Wait()
@@ -120,6 +131,7 @@ type worker struct {
 	rng       *rand.Rand
 	from, end time.Time // measured window
 	path      []byte
+	body      []byte
 
 	// Open loop only: the gap between requests and when the next is due.
 	interval time.Duration
@@ -130,7 +142,7 @@ type worker struct {
 	firstErr error
 }
 
-func (w *worker) run(ctx context.Context, pathOf PathFunc) {
+func (w *worker) run(ctx context.Context, pathOf PathFunc, bodyOf BodyFunc) {
 	var prevDone time.Time
 	for ctx.Err() == nil {
 		var t0 time.Time
@@ -159,7 +171,13 @@ func (w *worker) run(ctx context.Context, pathOf PathFunc) {
 			from = t0
 		}
 		w.path = pathOf(w.path[:0], w.rng)
-		err := w.c.get(w.path)
+		var err error
+		if bodyOf != nil {
+			w.body = bodyOf(w.body[:0], w.rng)
+			err = w.c.post(w.path, w.body)
+		} else {
+			err = w.c.get(w.path)
+		}
 		done := time.Now()
 		prevDone = done
 		measured := !from.Before(w.from) && done.Before(w.end)

@@ -56,7 +56,7 @@ type Options struct {
 	// Keep leaves the temporary dir (dataset, stores, logs) behind.
 	Keep bool
 	// Sections, when not empty, runs only the sections named: "load",
-	// "storaged", "routerd", "big". Default all.
+	// "storaged", "routerd", "batch", "big". Default all.
 	Sections []string
 	// Logger reports progress; default a no-op logger.
 	Logger *zap.Logger
@@ -181,6 +181,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if b.runs("storaged") || b.runs("routerd") {
 		b.serveSection(ctx, primary)
+	}
+	if b.runs("batch") {
+		b.batchSection(ctx, primary)
 	}
 	if o.BigKeys > 0 && b.runs("big") && ctx.Err() == nil {
 		os.RemoveAll(primary.Root)

@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 )
 
 // Defaults.
@@ -57,6 +58,10 @@ type Config struct {
 	CacheSize int64 `toml:"cache_size"`
 	// ContentType of values when storaged sends none.
 	ContentType string `toml:"content_type"`
+	// BatchMaxKeys and BatchMaxBytes bound a batch lookup (POST /<db>):
+	// 413 above them.
+	BatchMaxKeys  int   `toml:"batch_max_keys"`
+	BatchMaxBytes int64 `toml:"batch_max_bytes"`
 	// XDSBind, if set, is where the embedded Envoy xDS server listens.
 	XDSBind string `toml:"xds_bind"`
 	// LogLevel is zap's level name (debug, info, warn, error).
@@ -109,16 +114,18 @@ type ZK struct {
 // those derived in Validate.
 func Default() Config {
 	return Config{
-		Bind:         DefaultBind,
-		StoragedPoll: DefaultPoll,
-		ProxyTimeout: DefaultProxyTimeout,
-		HedgeBudget:  DefaultHedgeBudget,
-		CacheSize:    DefaultCacheSize,
-		ContentType:  "application/octet-stream",
-		LogLevel:     "info",
-		GCHeadroom:   DefaultGCHeadroom,
-		Sharding:     Sharding{Replication: DefaultReplication, MinReplication: 1},
-		ZK:           ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect},
+		Bind:          DefaultBind,
+		StoragedPoll:  DefaultPoll,
+		ProxyTimeout:  DefaultProxyTimeout,
+		HedgeBudget:   DefaultHedgeBudget,
+		CacheSize:     DefaultCacheSize,
+		ContentType:   "application/octet-stream",
+		LogLevel:      "info",
+		GCHeadroom:    DefaultGCHeadroom,
+		Sharding:      Sharding{Replication: DefaultReplication, MinReplication: 1},
+		BatchMaxKeys:  wire.DefaultBatchMaxKeys,
+		BatchMaxBytes: wire.DefaultBatchMaxBytes,
+		ZK:            ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect},
 	}
 }
 
@@ -192,6 +199,9 @@ func (c *Config) Validate() error {
 	if c.HedgeBudget < 0 || c.HedgeBudget > 1 {
 		bad("hedge_budget %v must be within [0, 1]", c.HedgeBudget)
 	}
+	if c.BatchMaxKeys < 1 || c.BatchMaxBytes < 1 {
+		bad("batch_max_keys and batch_max_bytes must be at least 1")
+	}
 	if c.CacheSize < 0 {
 		bad("cache_size must not be negative")
 	}
@@ -261,6 +271,8 @@ func bind(fs *flag.FlagSet, c *Config, configPath *string) {
 	fs.Float64Var(&c.HedgeBudget, "hedge-budget", c.HedgeBudget, "fraction of lookups that may be hedged (0 = never)")
 	fs.Int64Var(&c.CacheSize, "cache-size", c.CacheSize, "hot-key cache size in bytes (0 = off)")
 	fs.StringVar(&c.ContentType, "content-type", c.ContentType, "Content-Type of values when storaged sends none")
+	fs.IntVar(&c.BatchMaxKeys, "batch-max-keys", c.BatchMaxKeys, "most keys in a batch lookup (413 above)")
+	fs.Int64Var(&c.BatchMaxBytes, "batch-max-bytes", c.BatchMaxBytes, "largest batch lookup body in bytes (413 above)")
 	fs.StringVar(&c.XDSBind, "xds-bind", c.XDSBind, "serve Envoy's xDS (ADS over gRPC) on this address")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.Int64Var(&c.GCHeadroom, "gc-headroom", c.GCHeadroom, "bytes the Go heap may grow past its live size before a collection (0 = Go's default; GOGC, if set, wins)")

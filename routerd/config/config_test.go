@@ -18,7 +18,7 @@ func TestDefaults(t *testing.T) {
 	if c.Bind != DefaultBind || len(c.Storaged) != 1 || c.Storaged[0] != DefaultStoraged || c.UseZK() ||
 		c.ProxyTimeout != 100*time.Millisecond || c.ProxyStageTimeout != 50*time.Millisecond ||
 		c.CacheSize != DefaultCacheSize || c.HedgeBudget != 0.1 || c.Sharding.MinReplication != 1 ||
-		c.GCHeadroom != DefaultGCHeadroom {
+		c.GCHeadroom != DefaultGCHeadroom || c.BatchMaxKeys != 1000 || c.BatchMaxBytes != 1<<20 {
 		t.Fatalf("defaults %+v", c)
 	}
 }
@@ -75,6 +75,8 @@ func TestValidation(t *testing.T) {
 		{"--replication", "0"},
 		{"--zk-session-timeout", "0s"},
 		{"--zk-connect-timeout", "0s"},
+		{"--batch-max-keys", "0"},
+		{"--batch-max-bytes", "-1"},
 		{"extra"},
 	} {
 		if _, err := Parse(args, io.Discard); err == nil {

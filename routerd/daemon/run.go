@@ -14,6 +14,7 @@ import (
 	"spangle/routerd/server"
 	"spangle/shared/metrics"
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 	xdsserver "spangle/xds/server"
 )
 
@@ -91,6 +92,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		HedgeBudget:       hedgeBudget(cfg.HedgeBudget),
 		CacheBytes:        cfg.CacheSize,
 		ContentType:       cfg.ContentType,
+		BatchLimits:       wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
 		Health:            deps.Health,
 		Registry:          metrics.NewRegistry(),
 		Logger:            log,

@@ -7,5 +7,6 @@
 // The network is behind the Upstream interface: HTTPUpstream is the real
 // one, and tests script replica behaviour through their own. Proxy never
 // builds a URL from anything but a registered node address and the
-// escaped key (wire.KeyPath), so routerd cannot be made an open proxy.
+// escaped key (wire.KeyPath), or the db of a batch lookup (Request.Keys,
+// POST /<db>), so routerd cannot be made an open proxy.
 package proxy

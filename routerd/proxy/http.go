@@ -74,6 +74,9 @@ func (u *HTTPUpstream) CloseIdleConnections() { u.rt.CloseIdleConnections() }
 // Get implements Upstream: GET http://<addr>/<db>/<escaped key> pinned
 // to req.Version. addr must be a registered node address.
 func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Response, error) {
+	if req.Keys != nil {
+		return u.post(ctx, addr, req)
+	}
 	escaped := wire.KeyPath(req.DB, req.Key)
 	hr := &http.Request{
 		Method:     http.MethodGet,
@@ -90,6 +93,11 @@ func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Res
 		return nil, fmt.Errorf("proxy: GET %s: %w", addr, err)
 	}
 	defer res.Body.Close()
+	return u.read(addr, res)
+}
+
+// read takes an answer's status, headers and, for a 200, its body.
+func (u *HTTPUpstream) read(addr string, res *http.Response) (*Response, error) {
 	out := &Response{
 		Status:       res.StatusCode,
 		ContentType:  res.Header.Get("Content-Type"),

@@ -54,6 +54,10 @@ type Request struct {
 	DB      string
 	Version string // always pinned upstream
 	Key     []byte
+	// Keys, when not nil, make the request a batch lookup of these keys
+	// (POST /<db>) instead of one of Key; a 200 answer's Body is then
+	// the JSON of wire.BatchAnswer.
+	Keys [][]byte
 	// Replicas are the addresses serving the key's partition, each one
 	// registered as a node in the map.
 	Replicas []string

@@ -3,5 +3,7 @@
 // Server.ServeHTTP is where every request is routed: GET/HEAD
 // /<db>/<key> goes through lookup (partmap's served version, then the
 // cache, then proxy's hedged fan-out to the key's partition replicas);
-// "/", "/<db>", /healthz and /metrics are answered locally.
+// POST /<db>, the batch lookup (batch.go), does the same for many keys
+// at once, one proxy call per partition; "/", "/<db>", /healthz and
+// /metrics are answered locally.
 package server

@@ -45,6 +45,9 @@ type Options struct {
 	// ContentType of values when storaged sends none (default
 	// wire.DefaultContentType).
 	ContentType string
+	// BatchLimits bound a batch lookup (POST /<db>); zero values are
+	// wire's defaults.
+	BatchLimits wire.BatchLimits
 	// Health tunes the per-node breakers.
 	Health health.Options
 	// Registry receives the server's metrics and is what /metrics serves;
@@ -65,6 +68,7 @@ type Server struct {
 	cache   *cache.Cache[*answer]
 	ctype   []string // the default Content-Type header value
 	metrics *metrics
+	bm      *batchMetrics
 	ownUp   *proxy.HTTPUpstream // the default upstream, closed on shutdown; nil if given
 }
 
@@ -90,6 +94,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: m, ctype: []string{opts.ContentType}}
+	s.bm = newBatchMetrics(opts.Registry)
 	if opts.Upstream == nil {
 		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{})
 		opts.Upstream = s.ownUp
@@ -135,6 +140,10 @@ func (s *Server) Versions() *partmap.Table { return s.table }
 
 // ServeHTTP routes every request; this is the whole routing table.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		s.servePost(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed")

@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 )
 
 // Defaults.
@@ -65,6 +66,10 @@ type Config struct {
 	// MaxInflight sheds load above that many lookups at once (503 with
 	// Retry-After); 0 means no limit.
 	MaxInflight int `toml:"max_inflight"`
+	// BatchMaxKeys and BatchMaxBytes bound a batch lookup (POST /<db>):
+	// 413 above them.
+	BatchMaxKeys  int   `toml:"batch_max_keys"`
+	BatchMaxBytes int64 `toml:"batch_max_bytes"`
 	// TestDelay delays every lookup (tests and benchmarks only).
 	TestDelay time.Duration `toml:"test_delay"`
 	// LogLevel is zap's level name.
@@ -182,6 +187,8 @@ func Default() Config {
 		LogLevel:         "info",
 		GCHeadroom:       DefaultGCHeadroom,
 		ScrubRate:        DefaultScrubRate,
+		BatchMaxKeys:     wire.DefaultBatchMaxKeys,
+		BatchMaxBytes:    wire.DefaultBatchMaxBytes,
 		Sharding: Sharding{
 			Replication: DefaultReplication, MinReplication: 1,
 			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
@@ -240,6 +247,8 @@ func (c *Config) Validate() error {
 	check(c.MaxParallelLoads < 0, "max_parallel_loads", "must not be negative")
 	check(c.VersionRetention <= 0, "version_retention", "must be positive")
 	check(c.MaxInflight < 0, "max_inflight", "must not be negative")
+	check(c.BatchMaxKeys < 1, "batch_max_keys", "must be at least 1")
+	check(c.BatchMaxBytes < 1, "batch_max_bytes", "must be at least 1")
 	check(c.TestDelay < 0, "test_delay", "must not be negative")
 	check(c.GCHeadroom < 0, "gc_headroom", "must not be negative (0 leaves Go's default)")
 	check(!(c.ScrubRate >= 0), "scrub_rate", "must not be negative (0 turns the scrub off)")

@@ -72,6 +72,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		`source = "/x"` + "\ngc_headroom = -1":                 "gc_headroom",
 		`source = "/x"` + "\nscrub_rate = -1":                  "scrub_rate",
 		`source = "/x"` + "\nsettle_time = \"-1s\"":            "settle_time",
+		`source = "/x"` + "\nbatch_max_keys = 0":               "batch_max_keys",
+		`source = "/x"` + "\nbatch_max_bytes = -5":             "batch_max_bytes",
 		`bind = "127.0.0.1:1"`:                                 "source",
 	}
 	for in, key := range cases {

@@ -30,6 +30,8 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	zkConnect := fs.Duration("zk-connect-timeout", 0, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
 	zkPrefix := fs.String("zk-prefix", "", "first element of every znode path (zk.prefix)")
 	inflight := fs.Int("max-inflight", -1, "shed lookups above this many at once (max_inflight)")
+	batchKeys := fs.Int("batch-max-keys", 0, "most keys in a batch lookup, 413 above (batch_max_keys)")
+	batchBytes := fs.Int64("batch-max-bytes", 0, "largest batch lookup body in bytes, 413 above (batch_max_bytes)")
 	delay := fs.Duration("test-delay", -1, "delay every lookup; tests only (test_delay)")
 	refresh := fs.Duration("refresh-period", -1, "re-scan the source this often (refresh_period)")
 	settle := fs.Duration("settle-time", -1, "load a version only once its files have not changed for this long, unless it holds _SUCCESS; 0 at once (settle_time)")
@@ -91,6 +93,12 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	}
 	if *inflight >= 0 {
 		c.MaxInflight = *inflight
+	}
+	if *batchKeys > 0 {
+		c.BatchMaxKeys = *batchKeys
+	}
+	if *batchBytes > 0 {
+		c.BatchMaxBytes = *batchBytes
 	}
 	if *delay >= 0 {
 		c.TestDelay = *delay

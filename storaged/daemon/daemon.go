@@ -16,6 +16,7 @@ import (
 	"spangle/shared/placement"
 	"spangle/shared/source"
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 	"spangle/storaged/blockcache"
 	"spangle/storaged/cluster"
 	"spangle/storaged/config"
@@ -153,6 +154,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	sopts := server.Options{
 		Log: log, Registry: reg, ContentType: cfg.ContentType,
 		MaxInflight: cfg.MaxInflight, Delay: cfg.TestDelay, Node: node, Mode: mode,
+		BatchLimits: wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
 	}
 	if ctl != nil {
 		vopts.Hooks = ctl.Hooks()

@@ -1,8 +1,10 @@
 // Package server is storaged's HTTP API (docs/design.md): where a request
 // is served. GET and HEAD /<db>/<key> answer from the version manager's
-// active or pinned version; / and /<db> are the status page (HTML, or
-// JSON with Accept: application/json); /healthz reports every version's
-// state; /metrics is Prometheus, from a registry of the server's own.
+// active or pinned version, and POST /<db> is the batch lookup of many
+// keys from one version (batch.go, format in package wire); / and /<db>
+// are the status page (HTML, or JSON with Accept: application/json);
+// /healthz reports every version's state; /metrics is Prometheus, from a
+// registry of the server's own.
 //
 // The key lookup path takes no lock and allocates little: headers are set
 // by direct assignment of slices computed once per version.

@@ -44,6 +44,9 @@ type Options struct {
 	MaxInflight int
 	// RetryAfter is the Retry-After of a shed request; default 1s.
 	RetryAfter time.Duration
+	// BatchLimits bound a batch lookup (POST /<db>); zero values are
+	// wire's defaults.
+	BatchLimits wire.BatchLimits
 	// Delay holds every key lookup this long before answering: for tests
 	// and benchmarks of routers (slow replicas). Off by default.
 	Delay time.Duration
@@ -70,6 +73,7 @@ type Server struct {
 	inflight    atomic.Int64
 	values      sync.Pool // *[]byte for values, see valueBuffer
 	metrics     *metrics
+	batch       *batchMetrics
 	metricsH    http.Handler
 }
 
@@ -108,6 +112,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if s.batch, err = newBatchMetrics(opts.Registry); err != nil {
+		return nil, err
+	}
 	s.metricsH = promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})
 	return s, nil
 }
@@ -129,6 +136,10 @@ func (s *Server) contentLength(n int) []string {
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if r.Method == http.MethodPost {
+		s.observe(start, s.servePost(w, r))
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header()["Allow"] = allowGetHead
 		s.observe(start, httpError(w, r, http.StatusMethodNotAllowed, "method not allowed"))

@@ -1,0 +1,312 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/routerd/cache"
+	"spangle/routerd/proxy"
+	"spangle/shared/hashring"
+	"spangle/shared/topo"
+	"spangle/shared/wire"
+)
+
+// The batch lookup, POST /<db> (see wire's batch format). The version is
+// chosen once, as for a single GET, so the whole answer is from one
+// version and never from an older one than any earlier answer. Keys in
+// the cache are answered from it; the others are grouped by partition
+// and each group is one proxy.Do to the partition's replicas, with the
+// hedging, budget, breakers and failover of a single GET, all groups at
+// once and within one proxy timeout. Keys a replica says it does not
+// hold (wire.ReasonNotHeld) are asked of the partition's other replicas.
+
+// upstreamBatch bounds what one request to storaged carries: storaged's
+// default limits, whatever the client sent (escaping here may make keys
+// longer than the client wrote them).
+var upstreamBatch = wire.BatchLimits{MaxKeys: wire.DefaultBatchMaxKeys, MaxBytes: wire.DefaultBatchMaxBytes}
+
+// batchKey is one distinct key of a batch.
+type batchKey struct {
+	key  string
+	esc  string   // escaped as sent upstream
+	raws []string // as the client wrote it (one or more spellings)
+}
+
+// outcome is what became of one key.
+type outcome struct {
+	found      bool
+	value      []byte
+	reason     string // failed when not ""
+	retryAfter string // of a shed
+	addr       string
+}
+
+// servePost serves a POST: a batch lookup when the path names a db.
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	t, err := wire.ParsePath(r.URL.EscapedPath())
+	if err != nil || t.HasKey {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpError(w, http.StatusMethodNotAllowed, "POST only to /<db>, a batch lookup")
+		return
+	}
+	code := s.serveBatch(w, r, t.DB)
+	s.bm.observe(code, time.Since(start))
+}
+
+// serveBatch answers a batch lookup of db and returns the status sent.
+func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) int {
+	parsed, err := wire.ReadBatch(r.Body, s.opts.BatchLimits)
+	if err != nil {
+		return httpError(w, wire.BatchStatus(err), err.Error())
+	}
+	s.bm.keys.Observe(float64(len(parsed)))
+	st := s.table.Current()
+	versions := st.Map.DBs[db]
+	var version string
+	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
+		version = vs[0]
+	}
+	pinned := version != ""
+	switch {
+	case versions == nil:
+		return httpError(w, http.StatusNotFound, "no such db")
+	case pinned && versions[version] == nil:
+		return httpError(w, wire.StatusVersionGone, "version not held by any replica")
+	case !pinned:
+		if version = st.Served(db); version == "" {
+			return httpError(w, http.StatusNotFound, "db has no complete version yet")
+		}
+	}
+	h := w.Header()
+	h[wire.HeaderVersion] = []string{version}
+	v := versions[version]
+	if v == nil {
+		return httpError(w, http.StatusBadGateway, "no replica of the served version is known")
+	}
+
+	keys := distinct(parsed)
+	outs := make([]outcome, len(keys))
+	groups := map[int][]int{} // partition -> indexes into keys
+	for i := range keys {
+		k := &keys[i]
+		if a, ok := s.cache.Cached(cache.Key{DB: db, Version: version, Key: k.key}); ok {
+			outs[i] = outcome{found: a.resp.Status == http.StatusOK, value: a.resp.Body, addr: a.resp.Addr}
+			continue
+		}
+		p := hashring.Partition([]byte(k.key), v.NumPartitions)
+		groups[p] = append(groups[p], i)
+	}
+	// One deadline for the whole batch: groups run at once, and a retry
+	// of keys a replica did not hold gets only what is left.
+	ctx, cancel := context.WithTimeout(r.Context(), s.proxy.Timeout())
+	defer cancel()
+	done := make(chan struct{}, len(groups)*2)
+	jobs := 0
+	for p, idx := range groups {
+		replicas := registered(st.Map, v.Replicas[p])
+		for _, chunk := range chunks(keys, idx) {
+			jobs++
+			go func() {
+				s.fetch(ctx, db, version, pinned, replicas, keys, chunk, outs)
+				done <- struct{}{}
+			}()
+		}
+	}
+	for ; jobs > 0; jobs-- {
+		<-done
+	}
+	if r.Context().Err() != nil {
+		return 499 // the client left; nobody reads what we write
+	}
+	return s.writeBatch(w, version, v, keys, outs)
+}
+
+// distinct folds the spellings of one key together.
+func distinct(parsed []wire.BatchKey) []batchKey {
+	keys := make([]batchKey, 0, len(parsed))
+	at := make(map[string]int, len(parsed))
+	for _, p := range parsed {
+		if i, ok := at[p.Key]; ok {
+			keys[i].raws = append(keys[i].raws, p.Raw)
+			continue
+		}
+		at[p.Key] = len(keys)
+		keys = append(keys, batchKey{key: p.Key, esc: url.PathEscape(p.Key), raws: []string{p.Raw}})
+	}
+	return keys
+}
+
+// chunks splits one partition's keys into upstream requests within
+// upstreamBatch.
+func chunks(keys []batchKey, idx []int) [][]int {
+	var out [][]int
+	start, size := 0, int64(0)
+	for i, k := range idx {
+		n := int64(len(keys[k].esc) + 1)
+		if i > start && (i-start >= upstreamBatch.MaxKeys || size+n > upstreamBatch.MaxBytes) {
+			out = append(out, idx[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	return append(out, idx[start:])
+}
+
+// fetch looks up keys[idx] on the partition's replicas and writes
+// outs[idx]; each call writes only its own indexes.
+func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, replicas []string, keys []batchKey, idx []int, outs []outcome) {
+	fail := func(idx []int, o outcome) {
+		for _, i := range idx {
+			outs[i] = o
+		}
+	}
+	if len(replicas) == 0 {
+		if pinned {
+			fail(idx, outcome{reason: wire.FailReason(wire.StatusVersionGone, "no replica holds the key's partition of this version")})
+		} else {
+			fail(idx, outcome{reason: wire.FailReason(http.StatusBadGateway, "no replica of the key's partition is known")})
+		}
+		return
+	}
+	for asked := []string(nil); len(idx) > 0; {
+		cands := slices.DeleteFunc(slices.Clone(replicas), func(a string) bool { return slices.Contains(asked, a) })
+		if len(cands) == 0 {
+			fail(idx, outcome{reason: wire.FailReason(http.StatusBadGateway, "no replica holds the key's partition")})
+			return
+		}
+		req := &proxy.Request{DB: db, Version: version, Keys: make([][]byte, len(idx)), Replicas: cands}
+		for j, i := range idx {
+			req.Keys[j] = []byte(keys[i].key)
+		}
+		resp, err := s.proxy.Do(ctx, req)
+		if err != nil {
+			fail(idx, failOutcome(err))
+			return
+		}
+		a, err := wire.DecodeBatchAnswer(resp.Body)
+		if err == nil && a.Version != version {
+			err = fmt.Errorf("server: answer of version %q for pinned %q", a.Version, version)
+		}
+		if err != nil {
+			s.log.Warn("batch: bad answer from storaged", zap.String("node", resp.Addr), zap.Error(err))
+			fail(idx, outcome{reason: wire.FailReason(http.StatusBadGateway, "bad answer from "+resp.Addr)})
+			return
+		}
+		asked = append(asked, resp.Addr)
+		missing := make(map[string]bool, len(a.Missing))
+		for _, m := range a.Missing {
+			missing[m] = true
+		}
+		var again []int
+		for _, i := range idx {
+			esc := keys[i].esc
+			if val, ok := a.Found[esc]; ok {
+				outs[i] = outcome{found: true, value: val, addr: resp.Addr}
+			} else if missing[esc] {
+				outs[i] = outcome{addr: resp.Addr}
+			} else if reason, ok := a.Failed[esc]; ok && reason == wire.ReasonNotHeld {
+				again = append(again, i)
+			} else if ok {
+				outs[i] = outcome{reason: reason, addr: resp.Addr}
+			} else {
+				outs[i] = outcome{reason: wire.FailReason(http.StatusBadGateway, "key left out by "+resp.Addr)}
+			}
+		}
+		s.bm.retried.Add(float64(len(again)))
+		idx = again
+	}
+}
+
+// failOutcome is the per-key form of a proxy error (see proxyError).
+func failOutcome(err error) outcome {
+	var shed *proxy.ShedError
+	switch {
+	case errors.As(err, &shed):
+		return outcome{reason: wire.FailReason(wire.StatusUnavailable, "every replica is shedding load"), retryAfter: shed.RetryAfter}
+	case errors.Is(err, proxy.ErrTimeout):
+		return outcome{reason: wire.FailReason(http.StatusGatewayTimeout, "all tried replicas timed out")}
+	case errors.Is(err, proxy.ErrGone):
+		return outcome{reason: wire.FailReason(wire.StatusVersionGone, "no replica holds this version")}
+	case errors.Is(err, context.Canceled):
+		return outcome{reason: "499 the client left"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return outcome{reason: wire.FailReason(http.StatusGatewayTimeout, "the batch ran out of time")}
+	default:
+		return outcome{reason: wire.FailReason(http.StatusBadGateway, "no replica reachable")}
+	}
+}
+
+// writeBatch writes the answer. When every key failed because replicas
+// shed load, the batch is 503 with Retry-After, so a client backs off
+// as for a single GET; when every key failed because no replica holds
+// the version, it is 410, as a pinned GET.
+func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Version, keys []batchKey, outs []outcome) int {
+	a := wire.NewBatchAnswer(version, len(keys))
+	shed, gone, retryAfter := 0, 0, ""
+	var addrs []string
+	for i, k := range keys {
+		o := &outs[i]
+		if o.addr != "" && !slices.Contains(addrs, o.addr) {
+			addrs = append(addrs, o.addr)
+		}
+		for _, raw := range k.raws {
+			switch {
+			case o.reason != "":
+				a.Failed[raw] = o.reason
+			case o.found:
+				a.Found[raw] = o.value
+			default:
+				a.Missing = append(a.Missing, raw)
+			}
+		}
+		switch {
+		case o.reason != "":
+			s.bm.failed.Inc()
+			if wire.FailStatus(o.reason) == wire.StatusVersionGone {
+				gone++
+			}
+			if o.retryAfter != "" {
+				shed++
+				retryAfter = max(retryAfter, o.retryAfter)
+			}
+		case o.found:
+			s.bm.found.Inc()
+		default:
+			s.bm.missing.Inc()
+		}
+	}
+	h := w.Header()
+	switch {
+	case shed > 0 && shed == len(keys):
+		h.Set("Retry-After", retryAfter)
+		return httpError(w, wire.StatusUnavailable, "every replica is shedding load")
+	case gone > 0 && gone == len(keys):
+		return httpError(w, wire.StatusVersionGone, "no replica holds this version")
+	}
+	body, err := a.Encode()
+	if err != nil {
+		return httpError(w, http.StatusInternalServerError, err.Error())
+	}
+	if len(addrs) > 0 {
+		slices.Sort(addrs)
+		h[wire.HeaderProxiedTo] = []string{strings.Join(addrs, ", ")}
+	}
+	if !v.Created.IsZero() {
+		h["Last-Modified"] = []string{v.Created.UTC().Format(http.TimeFormat)}
+	}
+	h["Content-Type"] = []string{wire.ContentTypeJSON}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return http.StatusOK
+}

@@ -1,0 +1,259 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"spangle/routerd/proxy"
+	"spangle/shared/hashring"
+	"spangle/shared/topo"
+	"spangle/shared/wire"
+)
+
+// batchNodes scripts storaged replicas that answer batches as storaged
+// does: "<version>:<key>" for every key, missing for keys starting with
+// "missing", and a node in notHeld fails every key with
+// wire.ReasonNotHeld.
+type batchNodes struct {
+	mu      sync.Mutex
+	calls   []batchCall
+	status  map[string]int // by addr; 0 means answer
+	notHeld map[string]bool
+}
+
+type batchCall struct {
+	addr string
+	keys []string // nil for a single GET
+}
+
+func (f *batchNodes) Get(ctx context.Context, addr string, req *proxy.Request) (*proxy.Response, error) {
+	f.mu.Lock()
+	c := batchCall{addr: addr}
+	for _, k := range req.Keys {
+		c.keys = append(c.keys, string(k))
+	}
+	f.calls = append(f.calls, c)
+	code, notHeld := f.status[addr], f.notHeld[addr]
+	f.mu.Unlock()
+	switch {
+	case code != 0:
+		return &proxy.Response{Status: code, RetryAfter: "7"}, nil
+	case req.Keys == nil:
+		return &proxy.Response{Status: 200, Version: req.Version, Body: []byte(req.Version + ":" + string(req.Key))}, nil
+	}
+	a := wire.NewBatchAnswer(req.Version, len(req.Keys))
+	for _, k := range req.Keys {
+		esc := url.PathEscape(string(k))
+		switch {
+		case notHeld:
+			a.Failed[esc] = wire.ReasonNotHeld
+		case strings.HasPrefix(string(k), "missing"):
+			a.Missing = append(a.Missing, esc)
+		default:
+			a.Found[esc] = []byte(req.Version + ":" + string(k))
+		}
+	}
+	body, err := a.Encode()
+	return &proxy.Response{Status: 200, Version: req.Version, Body: body}, err
+}
+
+func (f *batchNodes) batchCalls() []batchCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []batchCall
+	for _, c := range f.calls {
+		if c.keys != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func newBatchTestServer(t testing.TB, cacheBytes int64) (*Server, *batchNodes) {
+	t.Helper()
+	mir := topo.NewMirror()
+	mir.Publish(twoNodeMap())
+	f := &batchNodes{status: map[string]int{}, notHeld: map[string]bool{}}
+	s, err := New(Options{Watcher: mir, Upstream: f, CacheBytes: cacheBytes,
+		ProxyTimeout: testProxyTimeout, ProxyStageTimeout: testProxyTimeout / 2,
+		BatchLimits: wire.BatchLimits{MaxKeys: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, f
+}
+
+func postBatch(t testing.TB, s http.Handler, target, body string, hdr ...string) (*httptest.ResponseRecorder, *wire.BatchAnswer) {
+	t.Helper()
+	r := httptest.NewRequest("POST", target, strings.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, r)
+	if rec.Code != 200 {
+		return rec, nil
+	}
+	a, err := wire.DecodeBatchAnswer(rec.Body.Bytes())
+	if err != nil {
+		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	return rec, a
+}
+
+func TestBatchGroupsByPartition(t *testing.T) {
+	s, f := newBatchTestServer(t, 0)
+	var body strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&body, "k%%2F%d\n", i)
+	}
+	body.WriteString("missing-1\nk/0\n")
+	rec, a := postBatch(t, s, "/db", body.String())
+	if a == nil || a.Version != "v2" || rec.Header().Get(wire.HeaderVersion) != "v2" {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	for i := 0; i < 20; i++ {
+		if got := string(a.Found[fmt.Sprintf("k%%2F%d", i)]); got != fmt.Sprintf("v2:k/%d", i) {
+			t.Fatalf("key %d: %q", i, got)
+		}
+	}
+	// k/0 is k%2F0 spelled another way: both are answered.
+	if string(a.Found["k/0"]) != "v2:k/0" || len(a.Missing) != 1 || a.Missing[0] != "missing-1" || len(a.Failed) != 0 {
+		t.Fatalf("answer %+v", a)
+	}
+	calls := f.batchCalls()
+	if len(calls) != 2 {
+		t.Fatalf("%d upstream requests for 2 partitions: %+v", len(calls), calls)
+	}
+	for _, c := range calls {
+		p := hashring.Partition([]byte(c.keys[0]), 2)
+		for _, k := range c.keys {
+			if hashring.Partition([]byte(k), 2) != p {
+				t.Fatalf("one request mixes partitions: %q", c.keys)
+			}
+		}
+	}
+	if n := len(calls[0].keys) + len(calls[1].keys); n != 21 {
+		t.Fatalf("%d keys sent upstream, want 21 distinct", n)
+	}
+}
+
+func TestBatchPinnedAndErrors(t *testing.T) {
+	s, f := newBatchTestServer(t, 0)
+	if _, a := postBatch(t, s, "/db", "x\n", wire.HeaderVersion, "v1"); a == nil || string(a.Found["x"]) != "v1:x" {
+		t.Fatalf("pinned v1: %+v", a)
+	}
+	for _, c := range []struct {
+		target, body, version string
+		code                  int
+	}{
+		{"/db", "x\n", "v0", 410},
+		{"/nope", "x\n", "", 404},
+		{"/half", "x\n", "", 404},
+		{"/db", "x\n\ny\n", "", 400},
+		{"/db", strings.Repeat("x\n", 101), "", 413},
+		{"/db/key", "x\n", "", 405},
+	} {
+		var hdr []string
+		if c.version != "" {
+			hdr = []string{wire.HeaderVersion, c.version}
+		}
+		if rec, _ := postBatch(t, s, c.target, c.body, hdr...); rec.Code != c.code {
+			t.Errorf("POST %s (pinned %q): %d, want %d", c.target, c.version, rec.Code, c.code)
+		}
+	}
+	// Every replica sheds: the batch is 503 with Retry-After, as a GET.
+	f.status["a:1"], f.status["b:1"] = 503, 503
+	rec, _ := postBatch(t, s, "/db", "x\ny\n")
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "7" {
+		t.Fatalf("all shedding: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	// No replica holds the version after all: 410, as a pinned GET.
+	f.status["a:1"], f.status["b:1"] = 410, 410
+	if rec, _ := postBatch(t, s, "/db", "x\ny\n", wire.HeaderVersion, "v1"); rec.Code != 410 {
+		t.Fatalf("every replica without the version: %d, want 410", rec.Code)
+	}
+	// One replica down: failover answers every key.
+	f.status["a:1"], f.status["b:1"] = 502, 0
+	if _, a := postBatch(t, s, "/db", "x\ny\nz\n"); a == nil || len(a.Found) != 3 {
+		t.Fatalf("one replica down: %+v", a)
+	}
+}
+
+// TestBatchRetriesNotHeld: a replica that answers "partition not held"
+// for keys has them asked of the other replica.
+func TestBatchRetriesNotHeld(t *testing.T) {
+	s, f := newBatchTestServer(t, 0)
+	f.notHeld["a:1"] = true
+	for round := 0; round < 5; round++ {
+		_, a := postBatch(t, s, "/db", "x\ny\nz\nw\n")
+		if a == nil || len(a.Found) != 4 || len(a.Failed) != 0 {
+			t.Fatalf("round %d: %+v", round, a)
+		}
+	}
+	askedA := false
+	for _, c := range f.batchCalls() {
+		askedA = askedA || c.addr == "a:1"
+	}
+	if !askedA {
+		t.Fatal("the replica without the partition was never asked: the retry went untested")
+	}
+	// Both replicas lack it: the keys fail, the batch does not.
+	f.notHeld["b:1"] = true
+	_, a := postBatch(t, s, "/db", "x\ny\n")
+	if a == nil || len(a.Failed) != 2 || wire.FailStatus(a.Failed["x"]) != 502 {
+		t.Fatalf("no replica holds it: %+v", a)
+	}
+}
+
+func TestBatchUsesCache(t *testing.T) {
+	s, f := newBatchTestServer(t, 1<<20)
+	if rec := do(s, "GET", "/db/hot"); rec.Code != 200 {
+		t.Fatalf("GET: %d", rec.Code)
+	}
+	_, a := postBatch(t, s, "/db", "hot\ncold\n")
+	if a == nil || string(a.Found["hot"]) != "v2:hot" || string(a.Found["cold"]) != "v2:cold" {
+		t.Fatalf("%+v", a)
+	}
+	calls := f.batchCalls()
+	if len(calls) != 1 || len(calls[0].keys) != 1 || calls[0].keys[0] != "cold" {
+		t.Fatalf("upstream batches %+v: the cached key was asked again", calls)
+	}
+}
+
+// FuzzBatch: any body gets 200 with every distinct spelling answered
+// from one version, or 400 or 413.
+func FuzzBatch(f *testing.F) {
+	s, _ := newBatchTestServer(f, 1<<20)
+	for _, b := range []string{"a\nb\n", "k%2F1\nk/1\n", "missing-x\n", "\n", "a\n\n", "%zz", "%00%FF\n..\n"} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		rec, a := postBatch(t, s, "/db", body)
+		switch rec.Code {
+		case 400, 413:
+			return
+		case 200:
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		keys, err := wire.ParseBatch([]byte(body), wire.BatchLimits{MaxKeys: 100})
+		if err != nil {
+			t.Fatalf("200 for a body ParseBatch refuses: %v", err)
+		}
+		if n := len(a.Found) + len(a.Missing) + len(a.Failed); n != len(keys) || a.Version != "v2" {
+			t.Fatalf("%d of %d keys answered, version %q", n, len(keys), a.Version)
+		}
+		for _, k := range keys {
+			if v, ok := a.Found[k.Raw]; ok && string(v) != "v2:"+k.Key {
+				t.Fatalf("%q: %q", k.Raw, v)
+			}
+		}
+	})
+}

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"spangle/shared/hashring"
+	"spangle/shared/seqfile"
+	"spangle/shared/source"
+	"spangle/shared/wire"
+	"spangle/storaged/blockcache"
+	"spangle/storaged/internal/testutil"
+	"spangle/storaged/store"
+	"spangle/storaged/table"
+	"spangle/storaged/versions"
+)
+
+// oddRecords are the awkward keys and values a batch must carry: the
+// same kinds the single GET tests use, and an empty and a 100 KB value.
+func oddRecords() []testutil.Record {
+	big := bytes.Repeat([]byte("0123456789"), 10<<10)
+	return []testutil.Record{
+		{Key: []byte("/"), Value: []byte("slash")},
+		{Key: []byte("a/b/c"), Value: []byte("slashes")},
+		{Key: []byte("%"), Value: []byte("percent")},
+		{Key: []byte("100%25"), Value: []byte("escaped-looking")},
+		{Key: []byte(".."), Value: []byte("dotdot")},
+		{Key: []byte("../../etc/passwd"), Value: []byte("traversal")},
+		{Key: []byte("\x00\xff\xfe"), Value: []byte("\x00non-utf8\xff")},
+		{Key: []byte("sp ace\r\n"), Value: []byte("crlf")},
+		{Key: []byte("ünï"), Value: []byte("unicode")},
+		{Key: []byte("empty"), Value: []byte{}},
+		{Key: []byte("big"), Value: big},
+	}
+}
+
+// newBatchServer serves db "odd" (v1, 4 partitions) of oddRecords; held,
+// if not nil, says which partitions this node holds.
+func newBatchServer(t testing.TB, held []int, opts Options) http.Handler {
+	t.Helper()
+	root := t.TempDir()
+	testutil.WriteVersion(t, root, "odd", "v1", 4, testutil.Sharded, seqfile.WriterOptions{}, oddRecords())
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
+		Cache: table.CacheOptions{Blocks: blockcache.New(1 << 20)}}
+	vopts.Loader.Build.NoSync = true
+	if held != nil {
+		vopts.Hooks.Held = func(context.Context, string, string, int) ([]int, error) { return held, nil }
+	}
+	m, err := versions.New(vopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitActive(t, m, "odd", "v1")
+	opts.Versions = m
+	opts.Log = zaptest.NewLogger(t)
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func post(h http.Handler, target, body string, hdr ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", target, strings.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func batchBody(keys ...[]byte) string {
+	var b []byte
+	for _, k := range keys {
+		b = wire.AppendBatchKey(b, k)
+	}
+	return string(b)
+}
+
+func TestBatchOddKeys(t *testing.T) {
+	h := newBatchServer(t, nil, Options{})
+	recs := oddRecords()
+	var keys [][]byte
+	for _, r := range recs {
+		keys = append(keys, r.Key)
+	}
+	keys = append(keys, []byte("no such key"), []byte("/"))
+	rec := post(h, "/odd", batchBody(keys...))
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != wire.ContentTypeJSON || rec.Header().Get(wire.HeaderVersion) != "v1" {
+		t.Fatalf("Content-Type %q, version %q", ct, rec.Header().Get(wire.HeaderVersion))
+	}
+	a, err := wire.DecodeBatchAnswer(rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Version != "v1" || len(a.Found) != len(recs) || len(a.Failed) != 0 {
+		t.Fatalf("answer version %q, %d found, failed %v", a.Version, len(a.Found), a.Failed)
+	}
+	for _, r := range recs {
+		raw := strings.TrimSuffix(batchBody(r.Key), "\n")
+		if v, ok := a.Found[raw]; !ok || !bytes.Equal(v, r.Value) {
+			t.Errorf("key %q (%s): found %v, %d bytes, want %d", r.Key, raw, ok, len(v), len(r.Value))
+		}
+	}
+	if len(a.Missing) != 1 || a.Missing[0] != "no%20such%20key" {
+		t.Fatalf("missing %q", a.Missing)
+	}
+	// Keys come back as the request wrote them, escaped or not.
+	rec = post(h, "/odd", "a/b/c\na%2Fb%2Fc\n%2F\n")
+	a, err = wire.DecodeBatchAnswer(rec.Body.Bytes())
+	if err != nil || string(a.Found["a/b/c"]) != "slashes" || string(a.Found["a%2Fb%2Fc"]) != "slashes" || string(a.Found["%2F"]) != "slash" {
+		t.Fatalf("%v %s", err, rec.Body)
+	}
+}
+
+func TestBatchContract(t *testing.T) {
+	h := newBatchServer(t, nil, Options{BatchLimits: wire.BatchLimits{MaxKeys: 3, MaxBytes: 100}})
+	cases := []struct {
+		name, target, body string
+		hdr                []string
+		code               int
+		version            string
+	}{
+		{"pinned", "/odd", "%2F\n", []string{wire.HeaderVersion, "v1"}, 200, "v1"},
+		{"pinned not held", "/odd", "%2F\n", []string{wire.HeaderVersion, "v0"}, 410, ""},
+		{"no such db", "/nope", "%2F\n", nil, 404, ""},
+		{"empty line", "/odd", "a\n\nb\n", nil, 400, ""},
+		{"bad escape", "/odd", "%zz\n", nil, 400, ""},
+		{"too many keys", "/odd", "a\nb\nc\nd\n", nil, 413, ""},
+		{"too large", "/odd", strings.Repeat("k", 101), nil, 413, ""},
+		{"a key path", "/odd/key", "a\n", nil, 405, ""},
+		{"root", "/", "a\n", nil, 405, ""},
+		{"empty batch", "/odd", "", nil, 200, "v1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := post(h, c.target, c.body, c.hdr...)
+			if rec.Code != c.code || rec.Header().Get(wire.HeaderVersion) != c.version {
+				t.Fatalf("status %d version %q, want %d %q: %s", rec.Code, rec.Header().Get(wire.HeaderVersion), c.code, c.version, rec.Body)
+			}
+		})
+	}
+}
+
+// TestBatchPartitionNotHeld: keys of partitions the node does not hold
+// are failed with wire.ReasonNotHeld; a batch of only such keys is 421.
+func TestBatchPartitionNotHeld(t *testing.T) {
+	h := newBatchServer(t, []int{0, 1}, Options{})
+	var held, other [][]byte
+	for _, r := range oddRecords() {
+		if hashring.Partition(r.Key, 4) <= 1 {
+			held = append(held, r.Key)
+		} else {
+			other = append(other, r.Key)
+		}
+	}
+	if len(held) == 0 || len(other) == 0 {
+		t.Fatalf("test data: %d keys held, %d not", len(held), len(other))
+	}
+	rec := post(h, "/odd", batchBody(append(append([][]byte{}, held...), other...)...))
+	a, err := wire.DecodeBatchAnswer(rec.Body.Bytes())
+	if rec.Code != 200 || err != nil {
+		t.Fatalf("status %d %v: %s", rec.Code, err, rec.Body)
+	}
+	if len(a.Found) != len(held) || len(a.Failed) != len(other) {
+		t.Fatalf("found %d (want %d), failed %v (want %d)", len(a.Found), len(held), a.Failed, len(other))
+	}
+	for _, reason := range a.Failed {
+		if reason != wire.ReasonNotHeld || wire.FailStatus(reason) != http.StatusMisdirectedRequest {
+			t.Fatalf("reason %q", reason)
+		}
+	}
+	if rec := post(h, "/odd", batchBody(other...)); rec.Code != http.StatusMisdirectedRequest {
+		t.Fatalf("a batch of no held partition: %d, want 421", rec.Code)
+	}
+}
+
+// FuzzBatchHandler: any body gets 200 with an answer that parses and
+// accounts for every distinct key, or 400 or 413; nothing else.
+func FuzzBatchHandler(f *testing.F) {
+	h := newBatchServer(f, nil, Options{BatchLimits: wire.BatchLimits{MaxKeys: 20, MaxBytes: 2048}})
+	for _, s := range []string{"%2F\n..\n", "big\nempty\n", "a\n\nb", "%zz", "%00%FF%FE\n%00%ff%fe\n", "\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := post(h, "/odd", body)
+		switch rec.Code {
+		case 400, 413:
+			return
+		case 200:
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		keys, err := wire.ParseBatch([]byte(body), wire.BatchLimits{MaxKeys: 20, MaxBytes: 2048})
+		if err != nil {
+			t.Fatalf("200 for a body ParseBatch refuses: %v", err)
+		}
+		a, err := wire.DecodeBatchAnswer(rec.Body.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(a.Found) + len(a.Missing) + len(a.Failed); n != len(keys) || a.Version != "v1" {
+			t.Fatalf("%d keys answered of %d, version %q", n, len(keys), a.Version)
+		}
+	})
+}
