@@ -120,7 +120,7 @@ func TestNeverLeavesRoot(t *testing.T) {
 }
 
 func TestOpenRoots(t *testing.T) {
-	for _, bad := range []string{"", "s3://bucket/x", "file://host/x", "/does/not/exist"} {
+	for _, bad := range []string{"", "ftp://host/x", "file://host/x", "/does/not/exist", "s3://", "s3:///prefix", "s3://bucket/a/../b", "s3://user@bucket/x", "s3://bucket/x?y=1"} {
 		if _, err := Open(bad, Options{}); !errors.Is(err, ErrBadRoot) {
 			t.Errorf("Open(%q) = %v, want ErrBadRoot", bad, err)
 		}
