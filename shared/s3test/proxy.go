@@ -19,10 +19,13 @@ type Proxy struct {
 	cutAfter atomic.Int64 // bytes from the server per connection; 0 never
 	cuts     atomic.Int64 // connections cut by cutAfter
 
-	mu    sync.Mutex
-	down  bool                  // guarded by mu; refuse and drop connections
-	conns map[net.Conn]struct{} // guarded by mu; both ends of live pairs
-	wg    sync.WaitGroup
+	mu        sync.Mutex
+	down      bool                  // guarded by mu; refuse and drop connections
+	conns     map[net.Conn]struct{} // guarded by mu; both ends of live pairs
+	total     int64                 // guarded by mu; bytes from the server so far
+	triggerAt int64                 // guarded by mu; when to call trigger
+	trigger   func()                // guarded by mu; AfterBytes's function
+	wg        sync.WaitGroup
 }
 
 // NewProxy starts a proxy to target (host:port), closed at the test's
@@ -113,20 +116,61 @@ func (p *Proxy) serve(c net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(up, c); up.Close(); done <- struct{}{} }()
 	go func() {
-		if limit > 0 {
-			n, _ := io.CopyN(c, up, limit)
-			if n == limit {
-				p.cuts.Add(1)
-			}
-		} else {
-			_, _ = io.Copy(c, up)
-		}
+		p.copyDown(c, up, limit)
 		c.Close()
 		up.Close()
 		done <- struct{}{}
 	}()
 	<-done
 	<-done
+}
+
+// copyDown copies the server's bytes to the client, at most limit of
+// them when limit > 0, counting them for AfterBytes.
+func (p *Proxy) copyDown(c, up net.Conn, limit int64) {
+	buf := make([]byte, 32<<10)
+	var sent int64
+	for {
+		want := int64(len(buf))
+		if limit > 0 {
+			want = min(want, limit-sent)
+		}
+		n, err := up.Read(buf[:want])
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+			sent += int64(n)
+			p.sent(int64(n))
+		}
+		if limit > 0 && sent >= limit {
+			p.cuts.Add(1)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// AfterBytes calls f once, in its own goroutine, when n more bytes have
+// come from the server through the proxy: a test stops the server at a
+// known point of a download.
+func (p *Proxy) AfterBytes(n int64, f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.triggerAt = p.total + n
+	p.trigger = f
+}
+
+func (p *Proxy) sent(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total += n
+	if p.trigger != nil && p.total >= p.triggerAt {
+		go p.trigger()
+		p.trigger = nil
+	}
 }
 
 // track records c unless the proxy is down.
