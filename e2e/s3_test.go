@@ -58,7 +58,7 @@ func (s *suite) s3Outage(t *testing.T, ctx context.Context, r *row) {
 	observe(ctx, 2*time.Second)
 	res := run.Stop()
 	*r = fromResult(r.name, res)
-	r.recoveryOf = "S3 back to all readers on new"
+	r.recoveryOf = "S3 back to all on new ver"
 	if at, ok := res.AllSeen[next]; ok {
 		r.recovery = at.Sub(back)
 		s.current = next

@@ -186,7 +186,7 @@ func TestScenarios(t *testing.T) {
 		{"5-corrupt-version", "5 corrupt version", s.corruptVersion},
 		{"6-network-partition", "6 network partition", s.partition},
 		{"7-full-restart", "7 full restart", s.fullRestart},
-		{"8-s3-outage", "8 S3 down 30 s, new ver", s.s3Outage},
+		{"8-s3-outage", "8 S3 down 30 s", s.s3Outage},
 	}
 	for _, sc := range scenarios {
 		s.scenario(t, sc.name, sc.label, true, func(t *testing.T, r *row) { sc.run(t, ctx, r) })
