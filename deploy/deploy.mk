@@ -1,7 +1,8 @@
 # Images and the docker-compose demo cluster (included by the Makefile).
 # Nothing is pulled from a registry: storaged and routerd are the static
-# binaries of `make build` in scratch images, ZooKeeper is built from
-# Debian's packages once and then reused.
+# binaries of `make build` in scratch images, versitygw (the S3 server the
+# storaged read their source from) is built from tools/versitygw into one,
+# ZooKeeper is built from Debian's packages once and then reused.
 
 SPANGLE_TAG ?= dev
 ZK_IMAGE    ?= spangle/zookeeper:3.8-bookworm
@@ -40,6 +41,8 @@ images: build $(if $(ZK_OFFICIAL),,zk-image)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(IMAGE_CTX)/healthcheck ./deploy/healthcheck
 	docker build -q -f deploy/storaged.Dockerfile -t spangle/storaged:$(SPANGLE_TAG) $(IMAGE_CTX)
 	docker build -q -f deploy/routerd.Dockerfile -t spangle/routerd:$(SPANGLE_TAG) $(IMAGE_CTX)
+	cd tools/versitygw && CGO_ENABLED=0 $(GO) build -trimpath -o $(abspath $(IMAGE_CTX))/versitygw github.com/versity/versitygw/cmd/versitygw
+	docker build -q -f deploy/versitygw.Dockerfile -t spangle/versitygw:$(SPANGLE_TAG) $(IMAGE_CTX)
 
 $(DEMO_DATA)/e2e/v0001:
 	$(GO) run ./e2e/gendata -out $(DEMO_DATA) -version v0001

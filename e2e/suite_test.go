@@ -57,7 +57,7 @@ func (s *suite) routerURL(t *testing.T, ctx context.Context) string {
 // begins with it, so one scenario's failure does not spill into the next.
 func (s *suite) heal(t *testing.T, ctx context.Context) {
 	t.Helper()
-	for _, svc := range append([]string{framework.ZooKeeper, framework.Routerd}, framework.StoragedServices()...) {
+	for _, svc := range append([]string{framework.ZooKeeper, framework.Routerd, framework.S3}, framework.StoragedServices()...) {
 		running, err := s.c.Running(ctx, svc)
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func observe(ctx context.Context, d time.Duration) {
 func (s *suite) dumpLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, svc := range append([]string{framework.ZooKeeper, framework.Routerd}, framework.StoragedServices()...) {
+	for _, svc := range append([]string{framework.ZooKeeper, framework.Routerd, framework.S3}, framework.StoragedServices()...) {
 		out, err := s.c.Logs(ctx, svc)
 		if err != nil {
 			t.Logf("logs of %s: %v", svc, err)
@@ -187,6 +187,7 @@ func TestScenarios(t *testing.T) {
 		{"6-network-partition", "6 network partition", s.partition},
 		{"7-full-restart", "7 full restart", s.fullRestart},
 		{"8-corrupt-then-restart", "8 corrupt newest, full restart", s.corruptThenRestart},
+		{"9-s3-outage", "9 S3 down 30 s", s.s3Outage},
 	}
 	for _, sc := range scenarios {
 		s.scenario(t, sc.name, sc.label, true, func(t *testing.T, r *row) { sc.run(t, ctx, r) })

@@ -23,6 +23,8 @@ import (
 const (
 	ZooKeeper = "zk"
 	Routerd   = "routerd"
+	// S3 is the S3 server the storaged read their source from.
+	S3 = "s3"
 )
 
 // StoragedServices returns the storaged service names.
@@ -64,7 +66,7 @@ type Cluster struct {
 	opts    Options
 	compose []string
 	env     []string
-	source  string // host directory bind-mounted at /data
+	source  string // host directory the S3 server serves as bucket "spangle"
 	network string
 	http    *http.Client
 
@@ -98,7 +100,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	images := []string{"spangle/storaged:" + opts.Tag, "spangle/routerd:" + opts.Tag}
+	images := []string{"spangle/storaged:" + opts.Tag, "spangle/routerd:" + opts.Tag, "spangle/versitygw:" + opts.Tag}
 	if len(opts.ExtraFiles) == 0 {
 		// An override may bring a ZooKeeper image of its own, pulled.
 		images = append(images, opts.ZKImage)
@@ -148,7 +150,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 		c.Down(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	for _, svc := range append([]string{ZooKeeper, Routerd}, StoragedServices()...) {
+	for _, svc := range append([]string{ZooKeeper, Routerd, S3}, StoragedServices()...) {
 		out, err := c.composeRun(ctx, "ps", "-q", svc)
 		id := strings.TrimSpace(out)
 		if err == nil && id == "" {

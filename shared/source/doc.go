@@ -12,6 +12,12 @@
 // and a listed data file that cannot be read fails the listing of its
 // version (ErrUnreadable) rather than being left out.
 //
-// Local roots (a path or a file:// URI) are implemented now; Source is an
-// interface so that s3:// can come later.
+// Two kinds of root implement Source and pass one suite (sourcetest):
+// local roots (a path or a file:// URI) and S3 roots (s3://bucket/prefix,
+// any S3-compatible store). On S3 the "directories" are key prefixes,
+// listed page by page with "/" as delimiter; the empty marker objects some
+// tools write ("db/v1/", "*_$folder$") are not data. An object is streamed,
+// never held whole in memory; a connection dropped mid-object resumes with
+// a ranged GET pinned to the ETag first seen, so a changed object fails the
+// read (ErrChanged) instead of mixing two contents.
 package source

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"spangle/shared/topo"
 )
 
@@ -63,10 +65,16 @@ type Source interface {
 type Options struct {
 	// RequireSuccess makes a version count only once it holds _SUCCESS.
 	RequireSuccess bool
+	// S3 configures s3:// roots.
+	S3 S3Options
+	// Registerer receives an s3:// root's metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
 }
 
-// Open returns the Source for root: a local path ("/data", "data") or a
-// file:// URI ("file:///data").
+// Open returns the Source for root: a local path ("/data", "data"), a
+// file:// URI ("file:///data") or an S3 bucket and prefix
+// ("s3://bucket/prefix"). It reaches no server: an S3 store that is down
+// shows in the first listing, not here.
 func Open(root string, opts Options) (Source, error) {
 	if root == "" {
 		return nil, fmt.Errorf("%w: empty", ErrBadRoot)
@@ -77,8 +85,11 @@ func Open(root string, opts Options) (Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrBadRoot, root, err)
 		}
+		if u.Scheme == "s3" {
+			return openS3(root, u, opts)
+		}
 		if u.Scheme != "file" {
-			return nil, fmt.Errorf("%w: %q: scheme %q is not supported (use a path or file://)", ErrBadRoot, root, u.Scheme)
+			return nil, fmt.Errorf("%w: %q: scheme %q is not supported (use a path, file:// or s3://)", ErrBadRoot, root, u.Scheme)
 		}
 		if u.Host != "" && u.Host != "localhost" {
 			return nil, fmt.Errorf("%w: %q: file:// URIs name no host", ErrBadRoot, root)

@@ -123,7 +123,7 @@ func TestNeverLeavesRoot(t *testing.T) {
 }
 
 func TestOpenRoots(t *testing.T) {
-	for _, bad := range []string{"", "s3://bucket/x", "file://host/x", "/does/not/exist"} {
+	for _, bad := range []string{"", "ftp://host/x", "file://host/x", "/does/not/exist", "s3://", "s3:///prefix", "s3://bucket/a/../b", "s3://user@bucket/x", "s3://bucket/x?y=1"} {
 		if _, err := Open(bad, Options{}); !errors.Is(err, ErrBadRoot) {
 			t.Errorf("Open(%q) = %v, want ErrBadRoot", bad, err)
 		}
@@ -154,25 +154,5 @@ func TestUnreadableDataFileFailsListing(t *testing.T) {
 	}
 	if _, err := src.Files(ctx, "db", "v1"); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "part-00002") {
 		t.Fatalf("Files with a fifo = %v; want ErrUnreadable naming part-00002", err)
-	}
-}
-
-func TestSucceeded(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	write(t, root+"/db/v1/part-00000", "a")
-	write(t, root+"/db/v2/part-00000", "a")
-	write(t, root+"/db/v2/_SUCCESS", "")
-	src, err := Open(root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v, want := range map[string]bool{"v1": false, "v2": true, "v3": false} {
-		if got, err := src.Succeeded(ctx, "db", v); err != nil || got != want {
-			t.Errorf("Succeeded(%s) = %v, %v; want %v", v, got, err, want)
-		}
-	}
-	if _, err := src.Succeeded(ctx, "db", "../x"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Succeeded(bad name) = %v", err)
 	}
 }

@@ -114,7 +114,24 @@ type NodeStatus struct {
 	// Coordination is what the node knows of the cluster's leader and its
 	// assignments (cluster mode only).
 	Coordination *CoordinationStatus `json:"coordination,omitempty"`
+	// Source is what the node knows of its source root.
+	Source *SourceStatus `json:"source,omitempty"`
 }
+
+// SourceStatus is the outcome of a node's last listing of its source root.
+type SourceStatus struct {
+	Root string `json:"root"`
+	// Error is why the last listing failed; "" when it worked.
+	Error string `json:"error,omitempty"`
+	// Since is when listing began to fail.
+	Since time.Time `json:"since,omitempty"`
+}
+
+// HealthSource is the /healthz key under which a node that cannot list
+// its source root reports it, in the shape of a db:
+// {"_source": {"<root>": {"state": "ERROR", "reason": "..."}}}. No db has
+// this name (db names never start with '_').
+const HealthSource = "_source"
 
 // DBStatus is one db on a node.
 type DBStatus struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -39,7 +40,8 @@ const (
 
 // Config is everything storaged is told.
 type Config struct {
-	// Source is the source root: a path or a file:// URI.
+	// Source is the source root: a path, a file:// URI or
+	// s3://bucket/prefix (see S3).
 	Source string `toml:"source"`
 	// Bind is the HTTP listen address.
 	Bind string `toml:"bind"`
@@ -87,6 +89,23 @@ type Config struct {
 	Sharding Sharding `toml:"sharding"`
 	ZK       ZK       `toml:"zk"`
 	LevelDB  LevelDB  `toml:"leveldb"`
+	S3       S3       `toml:"s3"`
+}
+
+// S3 is the [s3] section, for source = "s3://bucket/prefix".
+// Credentials and, by default, the region and endpoint come from the
+// standard AWS chain (environment, shared config and credentials files,
+// web identity, instance role), so that storaged runs like any AWS tool.
+type S3 struct {
+	// Endpoint is an S3-compatible store's URL; default
+	// AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else AWS's own.
+	Endpoint string `toml:"endpoint"`
+	// PathStyle forces path-style (true) or virtual-hosted (false)
+	// addressing; unset means path-style whenever an endpoint is set.
+	PathStyle *bool `toml:"path_style"`
+	// Region overrides the chain's region (default us-east-1 when the
+	// chain names none).
+	Region string `toml:"region"`
 }
 
 // Sharding is cluster mode's section, with sequins' key names. Cluster
@@ -232,7 +251,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, errKey(key, format, args...))
 		}
 	}
-	check(c.Source == "", "source", "required (a path or file:// URI)")
+	check(c.Source == "", "source", "required (a path, file:// URI or s3://bucket/prefix)")
+	if c.S3.Endpoint != "" {
+		u, err := url.Parse(c.S3.Endpoint)
+		check(err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "", "s3.endpoint", "%q is not an http:// or https:// URL", c.S3.Endpoint)
+	}
 	if _, _, err := net.SplitHostPort(c.Bind); err != nil {
 		errs = append(errs, errKey("bind", "%q is not host:port", c.Bind))
 	}

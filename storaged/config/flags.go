@@ -15,7 +15,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("storaged", flag.ContinueOnError)
 	fs.SetOutput(out)
 	path := fs.String("config", "", "TOML config file (sequins' keys)")
-	source := fs.String("source", "", "source root: a path or file:// URI (source)")
+	source := fs.String("source", "", "source root: a path, file:// URI or s3://bucket/prefix (source)")
 	store := fs.String("local-store", "", "directory for loaded versions (local_store)")
 	bind := fs.String("bind", "", "HTTP listen address (bind)")
 	zk := fs.String("zk", "", "comma-separated ZooKeeper host:port list (zk.servers); enables cluster mode")

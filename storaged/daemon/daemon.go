@@ -68,10 +68,6 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			conn.Close()
 		}
 	}()
-	src, err := source.Open(cfg.Source, source.Options{RequireSuccess: cfg.RequireSuccessFile})
-	if err != nil {
-		return nil, fmt.Errorf("daemon: %w", err)
-	}
 	st, err := store.Open(cfg.LocalStore)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -81,6 +77,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	reg := metrics.NewRegistry()
+	src, err := source.Open(cfg.Source, source.Options{RequireSuccess: cfg.RequireSuccessFile, Registerer: reg,
+		S3: source.S3Options{Endpoint: cfg.S3.Endpoint, PathStyle: cfg.S3.PathStyle, Region: cfg.S3.Region}})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 
 	lis, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
@@ -170,6 +171,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	sopts.Versions = mgr
+	sopts.Source = mgr.SourceStatus
 	srv, err := server.New(sopts)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)

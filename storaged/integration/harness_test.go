@@ -138,16 +138,23 @@ func addrs(nodes ...*node) []string {
 	return out
 }
 
-// health is the node's /healthz entry of db/version.
-func (n *node) health(version string) wire.Health {
+// healthz is the node's /healthz, nil when it cannot be read.
+func (n *node) healthz() map[string]map[string]wire.Health {
 	resp, err := client.Get("http://" + n.addr + wire.PathHealth)
 	if err != nil {
-		return wire.Health{}
+		return nil
 	}
 	defer resp.Body.Close()
 	var h map[string]map[string]wire.Health
-	json.NewDecoder(resp.Body).Decode(&h)
-	return h[testDB][version]
+	if json.NewDecoder(resp.Body).Decode(&h) != nil {
+		return nil
+	}
+	return h
+}
+
+// health is the node's /healthz entry of the test db's version.
+func (n *node) health(version string) wire.Health {
+	return n.healthz()[testDB][version]
 }
 
 // metric is the value of one series of the node's /metrics, named with

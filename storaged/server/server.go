@@ -61,6 +61,10 @@ type Options struct {
 	// its assignments (cluster mode); it must not block on the network.
 	// nil shows none.
 	Coordination func() *wire.CoordinationStatus
+	// Source returns the outcome of the last listing of the source root,
+	// shown on the status page and, when it failed, on /healthz. nil
+	// shows none.
+	Source func() wire.SourceStatus
 }
 
 // Server is the HTTP handler. It is safe for concurrent use.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"spangle/shared/wire"
 )
@@ -20,6 +21,10 @@ func (s *Server) Status(db string) wire.NodeStatus {
 	}
 	if s.opts.Coordination != nil {
 		st.Coordination = s.opts.Coordination()
+	}
+	if s.opts.Source != nil {
+		src := s.opts.Source()
+		st.Source = &src
 	}
 	return st
 }
@@ -58,6 +63,12 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) int {
 			if v.State == wire.StateActive {
 				code = http.StatusOK
 			}
+		}
+	}
+	if s.opts.Source != nil {
+		if src := s.opts.Source(); src.Error != "" {
+			h[wire.HealthSource] = map[string]wire.Health{src.Root: {State: wire.StateError,
+				Reason: "listing the source fails since " + src.Since.UTC().Format(time.RFC3339) + ": " + src.Error}}
 		}
 	}
 	return writeJSON(w, r, code, h)
@@ -123,6 +134,7 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 </style></head><body>
 <h1>storaged</h1>
 <p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
+{{with .Status.Source}}<p>Source <b>{{.Root}}</b>{{if .Error}}: <span class="ERROR">listing fails since {{.Since.Format "2006-01-02 15:04:05 MST"}}: {{.Error}}</span>{{end}}</p>{{end}}
 {{if not .DBs}}<p>No databases.</p>{{end}}
 {{range .DBs}}
 <h2>{{.Name}}</h2>

@@ -146,6 +146,7 @@ type Manager struct {
 	rescanAt time.Time
 	wg       sync.WaitGroup // loads and removals
 	scanMu   sync.Mutex     // one scan at a time
+	source   sourceHealth   // the last listing's outcome
 }
 
 // New returns a Manager; Run starts it.
@@ -232,8 +233,10 @@ func (m *Manager) Scan(ctx context.Context) {
 	dbs, err := m.opts.Source.DBs(ctx)
 	if err != nil {
 		m.log.Error("listing source failed; keeping what is served", zap.String("source", m.opts.Source.String()), zap.Error(err))
+		m.sourceDown(err)
 		return
 	}
+	m.source.set(nil, time.Time{})
 	seen := map[string]bool{}
 	for _, db := range dbs {
 		seen[db] = true

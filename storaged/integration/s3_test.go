@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"spangle/shared/s3test"
+	"spangle/shared/seqfile"
+	"spangle/shared/wire"
+	"spangle/storaged/internal/testutil"
+)
+
+// s3Keys makes each of the 8 files about 1 MB, so that a load takes
+// many reads and a fault can land in its middle.
+const s3Keys = 60000
+
+// s3Bucket and s3Root: the tests' source is s3://spangle/batch.
+const (
+	s3Bucket = "spangle"
+	s3Root   = "s3://" + s3Bucket + "/batch"
+)
+
+// s3Setup starts versitygw with a proxy in front of it, writes version
+// v1 into the bucket, and points the AWS chain of the storaged processes
+// the test starts (they inherit the environment) at the proxy.
+func s3Setup(t *testing.T) (*s3test.Server, *s3test.Proxy, string) {
+	t.Helper()
+	srv := s3test.Start(t)
+	proxy := srv.Proxy(t)
+	for _, kv := range srv.ClientEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.Endpoint())
+	dir := filepath.Join(srv.Bucket(s3Bucket), "batch")
+	writeS3Version(t, dir, "v1")
+	return srv, proxy, dir
+}
+
+func writeS3Version(t testing.TB, dir, version string) {
+	t.Helper()
+	testutil.WriteVersion(t, dir, testDB, version, testParts, testutil.Sharded, seqfile.WriterOptions{},
+		testutil.Records(s3Keys, version))
+}
+
+// startOnS3 runs a standalone storaged on the S3 root.
+func startOnS3(t *testing.T, extra ...string) *node {
+	t.Helper()
+	return startStandalone(t, s3Root, t.TempDir(), append([]string{"--refresh-period", "300ms"}, extra...)...)
+}
+
+// readAll reads every 97th key once and returns how many answers were not
+// the version's value, and the first of them.
+func readAll(n *node) (failed int, first string) {
+	for i := 0; i < s3Keys; i += 97 {
+		code, body, ver, err := n.get(testDB, keyOf(i))
+		if err != nil || code != 200 || body != valueOf(i, ver) {
+			failed++
+			if first == "" {
+				first = keyOf(i) + ": " + body
+			}
+		}
+	}
+	return failed, first
+}
+
+// readWhile reads keys in a loop until stop is closed and returns the
+// failed reads and the versions seen, in order of first sight.
+func readWhile(n *node, stop <-chan struct{}) (ok, failed int, seen []string) {
+	for {
+		select {
+		case <-stop:
+			return ok, failed, seen
+		default:
+		}
+		for i := 0; i < s3Keys; i += 997 {
+			code, body, ver, err := n.get(testDB, keyOf(i))
+			if err != nil || code != 200 || body != valueOf(i, ver) {
+				failed++
+				continue
+			}
+			ok++
+			if len(seen) == 0 || seen[len(seen)-1] != ver {
+				seen = append(seen, ver)
+			}
+		}
+	}
+}
+
+// TestS3UnreachableAtStart: a node restarting while S3 is unreachable
+// serves at once the version complete in its local store, shows the
+// source error on /healthz and the status page, and once S3 is back its
+// refresh picks up a new version.
+func TestS3UnreachableAtStart(t *testing.T) {
+	_, proxy, dir := s3Setup(t)
+	n := startOnS3(t)
+	waitActive(t, 2*time.Minute, testDB, "v1", n)
+	n.Stop()
+
+	proxy.Down()
+	n.Restart()
+	waitActive(t, time.Minute, testDB, "v1", n)
+	if failed, first := readAll(n); failed > 0 {
+		t.Fatalf("%d reads failed from the local store with S3 unreachable; first: %s", failed, first)
+	}
+	waitFor(t, time.Minute, "the source error on /healthz", func() bool {
+		h := n.healthz()[wire.HealthSource]
+		for root, e := range h {
+			return strings.HasPrefix(root, s3Root) && e.State == wire.StateError && strings.Contains(e.Reason, s3Bucket)
+		}
+		return false
+	})
+	st, err := n.status()
+	if err != nil || st.Source == nil || st.Source.Error == "" {
+		t.Fatalf("status page: %+v, %v; want the source error", st.Source, err)
+	}
+
+	proxy.Up()
+	writeS3Version(t, dir, "v2")
+	waitActive(t, 2*time.Minute, testDB, "v2", n)
+	if _, still := n.healthz()[wire.HealthSource]; still {
+		t.Error("the source error stays on /healthz after S3 is back")
+	}
+	if failed, first := readAll(n); failed > 0 {
+		t.Fatalf("%d reads failed on v2; first: %s", failed, first)
+	}
+}
+
+// TestS3ConnectionsCutDuringLoad: while a new version loads, every
+// connection to S3 drops after 256 KiB. The load resumes its downloads
+// and the version becomes ACTIVE; reads meanwhile never fail and never
+// go back a version.
+func TestS3ConnectionsCutDuringLoad(t *testing.T) {
+	_, proxy, dir := s3Setup(t)
+	n := startOnS3(t)
+	waitActive(t, 2*time.Minute, testDB, "v1", n)
+
+	stop := make(chan struct{})
+	type result struct {
+		ok, failed int
+		seen       []string
+	}
+	done := make(chan result)
+	go func() {
+		ok, failed, seen := readWhile(n, stop)
+		done <- result{ok, failed, seen}
+	}()
+	proxy.CutAfter(256 << 10)
+	writeS3Version(t, dir, "v2")
+	waitActive(t, 2*time.Minute, testDB, "v2", n)
+	close(stop)
+	r := <-done
+	if r.failed > 0 || r.ok == 0 {
+		t.Fatalf("%d reads failed (%d ok) while v2 loaded through cut connections", r.failed, r.ok)
+	}
+	if strings.Join(r.seen, ",") != "v1,v2" && strings.Join(r.seen, ",") != "v2" {
+		t.Fatalf("versions seen in order: %v; want v1 then v2", r.seen)
+	}
+	if proxy.Cuts() == 0 {
+		t.Fatal("the proxy cut no connection; the test proved nothing")
+	}
+	if failed, first := readAll(n); failed > 0 {
+		t.Fatalf("%d reads of v2 failed; first: %s", failed, first)
+	}
+}
+
+// TestS3StoppedDuringLoad: S3 is killed 2 MB into a new version's load.
+// The new version goes to ERROR with a reason; the old one keeps
+// serving, with no failed read.
+func TestS3StoppedDuringLoad(t *testing.T) {
+	srv, proxy, dir := s3Setup(t)
+	n := startOnS3(t)
+	waitActive(t, 2*time.Minute, testDB, "v1", n)
+
+	stop := make(chan struct{})
+	done := make(chan [2]int)
+	go func() {
+		ok, failed, _ := readWhile(n, stop)
+		done <- [2]int{ok, failed}
+	}()
+	proxy.AfterBytes(2<<20, srv.Stop)
+	writeS3Version(t, dir, "v2")
+	var reason string
+	waitFor(t, 2*time.Minute, "v2 in ERROR", func() bool {
+		h := n.healthz()[testDB]["v2"]
+		reason = h.Reason
+		return h.State == wire.StateError
+	})
+	close(stop)
+	r := <-done
+	if r[1] > 0 || r[0] == 0 {
+		t.Fatalf("%d reads failed (%d ok) while S3 died under v2's load", r[1], r[0])
+	}
+	if !strings.Contains(reason, s3Bucket) {
+		t.Errorf("v2's reason %q does not name the bucket", reason)
+	}
+	if got := n.healthz()[testDB]["v1"].State; got != wire.StateActive {
+		t.Fatalf("v1 is %s, want ACTIVE", got)
+	}
+	if failed, first := readAll(n); failed > 0 {
+		t.Fatalf("%d reads of v1 failed after v2's failure; first: %s", failed, first)
+	}
+}
