@@ -88,36 +88,29 @@ func setOf(ps ...phase) phases {
 }
 
 // next is the lifecycle's table of transitions: the phases p may move to,
-// with the event that moves it (doc.go draws the same diagram).
+// each with its event as doc.go's diagram names it.
 func (p phase) next() phases {
 	switch p {
 	case none:
-		return setOf(building, // a scan starts its load
-			failed) // its files cannot be listed
+		return setOf(building, failed) // scan, unlistable
 	case building:
-		return setOf(activateOnLoad, // Activate
-			cancelling, // cancel
-			loaded,     // load done
-			failed)     // load failed
+		return setOf(activateOnLoad, cancelling, loaded, failed) // early Activate, cancel, load done, load failed
 	case activateOnLoad:
-		return setOf(cancelling, loaded, failed)
+		return setOf(cancelling, loaded, failed) // cancel, load done, load failed
 	case cancelling:
 		return setOf(gone) // load returned
 	case loaded:
-		return setOf(active, // Activate, or at once when not gated
-			retiring) // remove
+		return setOf(active, retiring) // activate, remove
 	case active:
-		return setOf(superseded, // another version activated
-			retiring) // remove
+		return setOf(superseded, retiring) // another activated, remove
 	case superseded:
-		return setOf(active, // Activate, or the source went back to it
-			retiring) // remove: retention over, db gone, files changed
+		return setOf(active, retiring) // activate, remove
 	case retiring:
-		return setOf(removing) // BeforeRemove returned
+		return setOf(removing) // unpublished
 	case removing:
-		return setOf(gone) // closed and deleted
+		return setOf(gone) // deleted
 	case failed:
-		return setOf(gone) // forgotten by a scan
+		return setOf(gone) // forgotten
 	}
 	return 0
 }
