@@ -106,6 +106,7 @@ func (m *Manager) known(db, name string) (held bool, files []source.File, broken
 	if vs.phase == failed {
 		return false, vs.files, true
 	}
+	// A cancelled load still counts: ensureLocked marks it to load again.
 	return vs.phase != retiring && vs.phase != removing, vs.files, false
 }
 
