@@ -59,9 +59,10 @@
 //   - forgotten: a scan no longer reaches a failed version, or its files
 //     changed.
 //
-// A version whose files change while it leaves (cancelling, retiring,
-// removing) carries a reload mark, not a phase of its own: once it is
-// gone a scan runs, to load it anew.
+// A version a scan wants while it leaves (cancelling, retiring, removing),
+// because its files changed or the source went back to it, carries a
+// reload mark, not a phase of its own: once it is gone a scan runs, to
+// load it anew.
 //
 // Pinned requests find loaded, active, superseded and retiring versions;
 // unpinned ones the active one. /healthz says BUILDING for building,

@@ -116,7 +116,7 @@ func (p phase) next() phases {
 }
 
 // may reports whether the table allows p to move to q.
-func (p phase) may(q phase) bool { return p.next()&(1<<q) != 0 }
+func (p phase) may(q phase) bool { return q >= 0 && p.next()&(1<<q) != 0 }
 
 // loading: a load goroutine runs for the version.
 func (p phase) loading() bool { return p == building || p == activateOnLoad || p == cancelling }
@@ -167,9 +167,10 @@ type vstate struct {
 	files  []source.File
 	v      *Version           // set once servable
 	cancel context.CancelFunc // set while loading
-	// reload: its files changed while it was leaving; a scan runs again
-	// once it is gone, to load it anew. It is not a phase: it rides along
-	// whichever of cancelling, retiring and removing the version is in.
+	// reload: a scan wanted it while it was leaving (its files changed,
+	// or the source went back to it); a scan runs again once it is gone,
+	// to load it anew. It is not a phase: it rides along whichever of
+	// cancelling, retiring and removing the version is in.
 	reload    bool
 	started   time.Time
 	loadTook  time.Duration // how long building took; 0 when reused

@@ -50,8 +50,8 @@ func TestPhaseTransitions(t *testing.T) {
 		legal[[2]phase{e.from, e.to}] = true
 	}
 	taken := 0
-	for from := none; from <= gone+1; from++ {
-		for to := none; to <= gone+1; to++ {
+	for from := none - 1; from <= gone+1; from++ {
+		for to := none - 1; to <= gone+1; to++ {
 			core, logs := observer.New(zapcore.DebugLevel)
 			m := &Manager{log: zap.New(core)}
 			vs := &vstate{name: "v1", phase: from}
