@@ -18,6 +18,57 @@
 // partition becomes servable and before a version is removed. Standalone,
 // a node holds every partition and a version is active once loaded.
 //
+// Each version the manager knows is in one phase (state.go), changed only
+// by Manager.toLocked along the edges below. Any other move is a bug: it
+// is refused and logged at DPanic level, which panics in the tests.
+//
+//	       scan            load done           activate        another activated
+//	none ------> building -----------> loaded ---------> active -----------------> superseded
+//	 |            |    |                 ^                 ^                           |
+//	 |            |    | early Activate  | load done       +--------- activate --------+
+//	 |            |    v                 |
+//	 |            | activate-on-load ----+
+//	 | unlistable |    |
+//	 |            | load failed
+//	 v            v    v
+//	failed <------+----+
+//	 |
+//	 | forgotten
+//	 v
+//	gone
+//
+//	building, activate-on-load --cancel--> cancelling --load returned--> gone
+//	loaded, active, superseded --remove--> retiring --unpublished--> removing --deleted--> gone
+//
+// The events:
+//   - scan: a scan wants a version it does not know and starts its load.
+//   - unlistable: its files cannot all be listed (plan.go).
+//   - early Activate: Manager.Activate while it loads (cluster mode).
+//   - load done, load failed, load returned: its load ends.
+//   - activate: Manager.Activate; or at once when loaded, if Hooks.Gated
+//     is off or Activate came early (it is loaded in between, while
+//     Hooks.PartitionReady runs); or a scan following the source back to
+//     a superseded version.
+//   - another activated: another version of the db became active.
+//   - cancel: a scan no longer wants it, its files changed, its db left
+//     the source, or the manager stops.
+//   - remove: the same for a servable version, or a superseded one unused
+//     for the retention period.
+//   - unpublished: Hooks.BeforeRemove returned.
+//   - deleted: closed once no request uses it, and its files deleted.
+//   - forgotten: a scan no longer reaches a failed version, or its files
+//     changed.
+//
+// A version a scan wants while it leaves (cancelling, retiring, removing),
+// because its files changed or the source went back to it, carries a
+// reload mark, not a phase of its own: once it is gone a scan runs, to
+// load it anew.
+//
+// Pinned requests find loaded, active, superseded and retiring versions;
+// unpinned ones the active one. /healthz says BUILDING for building,
+// activate-on-load, cancelling and loaded; ACTIVE for active; REMOVING
+// for superseded, retiring and removing; ERROR for failed.
+//
 // The request path (Manager.Acquire, Version.Get) takes no lock: it reads
 // an immutable snapshot through an atomic pointer, and a version's
 // reference count keeps its databases open while a request uses them.

@@ -23,7 +23,8 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	vs := &vstate{name: name, phase: building, files: files, cancel: cancel, started: m.opts.Now(), durable: make(chan struct{})}
+	vs := &vstate{name: name, files: files, cancel: cancel, started: m.opts.Now(), durable: make(chan struct{})}
+	m.toLocked(db, vs, building)
 	d.versions[name] = vs
 	m.publishLocked()
 	m.log.Info("loading version", zap.String("db", db), zap.String("version", name), zap.Int("files", len(files)))
@@ -66,12 +67,10 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 
 	m.mu.Lock()
 	d := m.dbs[db]
-	stale := d == nil || d.versions[vs.name] != vs || vs.cancelled
+	stale := d == nil || d.versions[vs.name] != vs || vs.phase == cancelling
 	switch {
 	case stale:
-		if d != nil && d.versions[vs.name] == vs {
-			delete(d.versions, vs.name)
-		}
+		m.forgetLocked(db, d, vs)
 		m.publishLocked()
 		m.mu.Unlock()
 		if v != nil {
@@ -85,7 +84,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		}
 		return
 	case err != nil:
-		vs.phase = failed
+		m.toLocked(db, vs, failed)
 		vs.reason = err.Error()
 		m.failedN.Add(1)
 		m.metrics.loads.WithLabelValues("error").Inc()
@@ -99,8 +98,10 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.Refresh() // the next scan falls back on an older version
 		return
 	}
+	// Activate came while it loaded, or needs not come.
+	activate := !m.opts.Hooks.Gated || vs.phase == activateOnLoad
 	vs.v = v
-	vs.phase = loaded
+	m.toLocked(db, vs, loaded)
 	vs.loadedAt = m.opts.Now()
 	how := "loaded"
 	if pending == nil {
@@ -123,7 +124,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	}
 	m.mu.Lock()
 	if d.versions[vs.name] == vs && vs.phase == loaded {
-		if !m.opts.Hooks.Gated || vs.wantActive {
+		if activate {
 			m.activateLocked(db, d, vs)
 		} else if !m.anyActiveLocked(d) {
 			// It waits for the cluster, which may never call it complete
@@ -159,8 +160,8 @@ func (m *Manager) makeDurable(db string, vs *vstate, p *pendingBuild) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if vs.removing || vs.phase == removing {
-		return
+	if !vs.phase.servable() {
+		return // being removed
 	}
 	man := p.man
 	man.Partitions = vs.v.Held() // AddPartition may have added some
@@ -179,7 +180,7 @@ const reasonWaitingForCluster = "waiting for the cluster to decide this node's p
 func (m *Manager) setReason(vs *vstate, reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if vs.phase == building {
+	if vs.phase.loading() {
 		vs.reason = reason
 	}
 }
@@ -258,10 +259,9 @@ func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*
 // the background: BeforeRemove, then out of the snapshot, then closed
 // once no request uses it, then deleted from disk.
 func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
-	if vs.removing || vs.v == nil {
+	if !vs.phase.servable() || !m.toLocked(db, vs, retiring) {
 		return
 	}
-	vs.removing = true
 	if d.current == vs.name {
 		d.current = ""
 	}
@@ -272,7 +272,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 			f(db, vs.name, vs.v.Held())
 		}
 		m.mu.Lock()
-		vs.phase = removing
+		m.toLocked(db, vs, removing)
 		m.publishLocked()
 		m.mu.Unlock()
 		vs.v.closing.Store(true)
@@ -285,9 +285,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 			m.log.Warn("deleting version", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 		}
 		m.mu.Lock()
-		if d.versions[vs.name] == vs {
-			delete(d.versions, vs.name)
-		}
+		m.forgetLocked(db, d, vs)
 		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
 			delete(m.dbs, db)
 		}
@@ -304,18 +302,15 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 func (m *Manager) removeDBLocked(db string, d *dbState) {
 	d.gone = true
 	d.current = ""
-	for name, vs := range d.versions {
+	for _, vs := range d.versions {
 		switch {
-		case vs.phase == building:
-			if !vs.cancelled {
-				vs.cancelled = true
-				vs.cancel()
-			}
-		case vs.v != nil:
+		case vs.phase.loading():
+			m.cancelLocked(db, vs)
+		case vs.phase.servable():
 			vs.v.current.Store(false)
 			m.removeVersionLocked(db, d, vs)
-		default:
-			delete(d.versions, name)
+		case vs.phase == failed:
+			m.forgetLocked(db, d, vs)
 		}
 	}
 	if len(d.versions) == 0 {

@@ -88,38 +88,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-type phase int
-
-const (
-	building   phase = iota
-	loaded           // loaded, waiting for Activate (Hooks.Gated)
-	active           // the db's active version
-	superseded       // replaced, answering pinned requests until retention
-	removing
-	failed
-)
-
-// vstate is what the manager knows of one version. Guarded by Manager.mu.
-type vstate struct {
-	name       string
-	phase      phase
-	reason     string
-	files      []source.File
-	v          *Version           // set once servable
-	cancel     context.CancelFunc // set while building
-	cancelled  bool
-	wantActive bool // Activate came before the load finished
-	removing   bool // a removal goroutine owns it
-	reload     bool // its files changed: scan again once it is gone
-	started    time.Time
-	loadTook   time.Duration // how long building took; 0 when reused
-	loadedAt   time.Time     // when it was loaded
-	activated  time.Time     // when it last became the current version
-	// durable is closed once the version's load is over, its files
-	// synced and its manifest written; only then may it be deleted.
-	durable chan struct{}
-}
-
 type dbState struct {
 	versions map[string]*vstate
 	watch    map[string]*watched // versions whose files are not settled yet
@@ -286,7 +254,7 @@ func (m *Manager) considerLocked(db string, p plan) {
 	}
 	for name, o := range d.versions {
 		if o.phase == failed && (!p.listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
-			delete(d.versions, name)
+			m.forgetLocked(db, d, o)
 		}
 	}
 	if p.target == nil {
@@ -318,12 +286,11 @@ func (m *Manager) considerLocked(db string, p plan) {
 		if wanted(name) {
 			continue
 		}
-		switch {
-		case o.phase == building && !o.cancelled:
+		switch o.phase {
+		case building, activateOnLoad:
 			m.log.Info("version superseded while loading; cancelling", zap.String("db", db), zap.String("version", name))
-			o.cancelled = true
-			o.cancel()
-		case o.phase == loaded && !o.removing:
+			m.cancelLocked(db, o)
+		case loaded:
 			m.removeVersionLocked(db, d, o)
 		}
 	}
@@ -336,7 +303,7 @@ func (m *Manager) considerLocked(db string, p plan) {
 // requests.
 func (m *Manager) anyActiveLocked(d *dbState) bool {
 	cur := d.versions[d.current]
-	return cur != nil && cur.phase == active && !cur.removing
+	return cur != nil && cur.phase == active
 }
 
 // ensureLocked makes c loaded (or loading) from its current files: it
@@ -350,8 +317,8 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 		if sameFiles(vs.files, c.files) {
 			return
 		}
-		delete(d.versions, c.name) // the source changed: try again
-	case vs.removing || vs.phase == removing || vs.cancelled:
+		m.forgetLocked(db, d, vs) // the source changed: try again
+	case vs.phase.leaving():
 		vs.reload = true // loaded again once it is gone
 		return
 	case !sameFiles(vs.files, c.files):
@@ -359,9 +326,8 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 			zap.String("db", db), zap.String("version", c.name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.files)))
 		m.metrics.reloads.Inc()
 		vs.reload = true
-		if vs.phase == building {
-			vs.cancelled = true
-			vs.cancel()
+		if vs.phase.loading() {
+			m.cancelLocked(db, vs)
 		} else {
 			m.removeVersionLocked(db, d, vs)
 		}
@@ -402,13 +368,14 @@ func (m *Manager) Activate(db, version string) error {
 	vs := d.versions[version]
 	switch vs.phase {
 	case building:
-		vs.wantActive = true
+		m.toLocked(db, vs, activateOnLoad)
+	case activateOnLoad, active:
 	case loaded, superseded:
-		if vs.removing {
-			return fmt.Errorf("versions: activating %s/%s: being removed: %w", db, version, ErrVersionNotHeld)
-		}
 		m.activateLocked(db, d, vs)
-	case active:
+	case cancelling:
+		return fmt.Errorf("versions: activating %s/%s: its load was cancelled: %w", db, version, ErrVersionNotHeld)
+	case retiring, removing:
+		return fmt.Errorf("versions: activating %s/%s: being removed: %w", db, version, ErrVersionNotHeld)
 	default:
 		return fmt.Errorf("versions: activating %s/%s: %w", db, version, ErrVersionNotHeld)
 	}
@@ -418,13 +385,16 @@ func (m *Manager) Activate(db, version string) error {
 // activateLocked is where a version becomes active: one snapshot swap
 // makes it the answer to every request that pins no version.
 func (m *Manager) activateLocked(db string, d *dbState, vs *vstate) {
+	old := d.versions[d.current]
+	if !m.toLocked(db, vs, active) {
+		return
+	}
 	now := m.opts.Now()
-	if old := d.versions[d.current]; old != nil && old != vs && old.v != nil {
-		old.phase = superseded
+	if old != nil && old != vs && old.phase == active {
+		m.toLocked(db, old, superseded)
 		old.v.lastUsed.Store(now.UnixNano())
 		old.v.current.Store(false)
 	}
-	vs.phase = active
 	vs.activated = now
 	vs.v.current.Store(true)
 	d.current = vs.name
@@ -439,7 +409,7 @@ func (m *Manager) sweep() {
 	defer m.mu.Unlock()
 	for db, d := range m.dbs {
 		for _, vs := range d.versions {
-			if vs.phase == superseded && !vs.removing && now-vs.v.lastUsed.Load() >= int64(m.opts.Retention) {
+			if vs.phase == superseded && now-vs.v.lastUsed.Load() >= int64(m.opts.Retention) {
 				m.log.Info("version unused for the retention period; removing", zap.String("db", db), zap.String("version", vs.name))
 				m.removeVersionLocked(db, d, vs)
 			}
@@ -455,7 +425,7 @@ func (m *Manager) publishLocked() {
 		dv := &dbView{byName: map[string]*Version{}}
 		for name, vs := range d.versions {
 			counts[healthState(vs.phase)]++
-			if vs.v != nil && vs.phase != removing && vs.phase != failed {
+			if vs.phase.servable() || vs.phase == retiring { // pinned requests still find it
 				dv.byName[name] = vs.v
 			}
 		}
@@ -475,12 +445,9 @@ func (m *Manager) shutdown() {
 	if m.rescan != nil {
 		m.rescan.Stop()
 	}
-	for _, d := range m.dbs {
+	for db, d := range m.dbs {
 		for _, vs := range d.versions {
-			if vs.phase == building && !vs.cancelled {
-				vs.cancelled = true
-				vs.cancel()
-			}
+			m.cancelLocked(db, vs)
 		}
 	}
 	m.mu.Unlock()
@@ -489,7 +456,7 @@ func (m *Manager) shutdown() {
 	defer m.mu.Unlock()
 	for _, d := range m.dbs {
 		for _, vs := range d.versions {
-			if vs.v != nil && !vs.removing {
+			if vs.phase.servable() {
 				vs.v.closing.Store(true)
 				waitUnused(vs.v, time.Second)
 				vs.v.close()

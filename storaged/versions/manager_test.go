@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"spangle/shared/hashring"
@@ -39,7 +40,9 @@ func start(t *testing.T, root, storeDir string, mod func(*Options)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Source: src, Store: st, Log: zaptest.NewLogger(t)}
+	// A development logger panics on DPanic: an illegal state transition
+	// (Manager.toLocked) fails the test.
+	opts := Options{Source: src, Store: st, Log: zaptest.NewLogger(t, zaptest.WrapOptions(zap.Development()))}
 	opts.Loader.Build.NoSync = true
 	if mod != nil {
 		mod(&opts)

@@ -26,7 +26,7 @@ func (m *Manager) servableLocked(db, version string) *vstate {
 		return nil
 	}
 	vs := d.versions[version]
-	if vs == nil || vs.v == nil || vs.removing || vs.phase == removing || vs.phase == failed {
+	if vs == nil || !vs.phase.servable() {
 		return nil
 	}
 	return vs

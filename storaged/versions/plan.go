@@ -106,7 +106,8 @@ func (m *Manager) known(db, name string) (held bool, files []source.File, broken
 	if vs.phase == failed {
 		return false, vs.files, true
 	}
-	return !vs.removing && vs.phase != removing, vs.files, false
+	// A cancelled load still counts: ensureLocked marks it to load again.
+	return vs.phase != retiring && vs.phase != removing, vs.files, false
 }
 
 // settled reports whether a version's files are done being written, so
@@ -193,7 +194,9 @@ func (m *Manager) failListing(db, name string, err error) {
 	default:
 		return // loaded from files readable then: it stays as it is
 	}
-	d.versions[name] = &vstate{name: name, phase: failed, reason: err.Error(), started: m.opts.Now()}
+	vs = &vstate{name: name, reason: err.Error(), started: m.opts.Now()}
+	m.toLocked(db, vs, failed)
+	d.versions[name] = vs
 	m.failedN.Add(1)
 	m.metrics.loads.WithLabelValues("error").Inc()
 	m.publishLocked()

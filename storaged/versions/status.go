@@ -10,12 +10,12 @@ import (
 
 // healthState names a phase as /healthz does. A loaded version waiting for
 // Activate is still BUILDING for clients; a replaced one kept for pinned
-// requests is REMOVING.
+// requests, or one whose removal began, is REMOVING.
 func healthState(p phase) string {
 	switch p {
 	case active:
 		return wire.StateActive
-	case superseded, removing:
+	case superseded, retiring, removing:
 		return wire.StateRemoving
 	case failed:
 		return wire.StateError
