@@ -49,6 +49,15 @@ type Hooks struct {
 	// serves it into dir, which it creates, to rebuild a corrupt one. nil,
 	// or an error, rebuilds it from the source.
 	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
+	// DBRemoved is called for a db the source no longer lists once every
+	// version of it is gone from this node (after BeforeRemove of each),
+	// so that the cluster can forget the db, which the versions' own
+	// removal does not make it do. It reports whether the cluster holds
+	// nothing more of the db; false or an error calls it again at the
+	// next scan that still finds the db gone. It runs in a goroutine of
+	// its own, one call per db at a time, and must return when ctx ends.
+	// See dbremoved.go.
+	DBRemoved func(ctx context.Context, db string) (bool, error)
 }
 
 // Options configures a Manager. Zero values select the defaults noted.
@@ -138,10 +147,11 @@ type Manager struct {
 
 	loadedN, reusedN, failedN atomic.Int64
 
-	mu       sync.Mutex // guards dbs, ctx, rescan and rescanAt
+	mu       sync.Mutex // guards dbs, removed, ctx, rescan and rescanAt
 	dbs      map[string]*dbState
-	ctx      context.Context // Run's context, once running
-	rescan   *time.Timer     // a scan due once watched files may have settled
+	removed  map[string]*removal // dbs gone from the source that Hooks.DBRemoved has not finished
+	ctx      context.Context     // Run's context, once running
+	rescan   *time.Timer         // a scan due once watched files may have settled
 	rescanAt time.Time
 	wg       sync.WaitGroup // loads and removals
 	scanMu   sync.Mutex     // one scan at a time
@@ -168,7 +178,7 @@ func New(opts Options) (*Manager, error) {
 		opts.FallbackAfter = DefaultFallbackAfter
 	}
 	m := &Manager{
-		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
+		opts: opts, log: opts.Log, dbs: map[string]*dbState{}, removed: map[string]*removal{},
 		refresh: make(chan struct{}, 1),
 		limit:   make(chan struct{}, opts.MaxParallelLoads),
 	}
@@ -256,6 +266,7 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.removeDBLocked(db, d)
 		}
 	}
+	m.dbsRemovedLocked(seen, true)
 	m.publishLocked()
 	m.mu.Unlock()
 	m.cleanLocalStore()
@@ -433,6 +444,7 @@ func (m *Manager) sweep() {
 	now := m.opts.Now().UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.dbsRemovedLocked(nil, false)
 	for db, d := range m.dbs {
 		for _, vs := range d.versions {
 			if vs.phase == superseded && !vs.removing && now-vs.v.lastUsed.Load() >= int64(m.opts.Retention) {
