@@ -15,8 +15,10 @@ import (
 // partitions; the cluster can then delete what is left of the db (in
 // cluster mode, its version entries, which only the last node to
 // withdraw succeeds in deleting). A failure never blocks the manager: the
-// call runs in its own goroutine and is tried again at the next scan
-// that still finds the db gone.
+// call runs in its own goroutine, one at a time per db, with Run's
+// context (it must return when that ends), and is tried again at the next
+// scan that still finds the db gone; a db the source lists again is
+// forgotten.
 //
 // Nothing of it survives a restart. A node that restarts after its db
 // was removed holds nothing of it, and its entries went with its old

@@ -49,14 +49,10 @@ type Hooks struct {
 	// serves it into dir, which it creates, to rebuild a corrupt one. nil,
 	// or an error, rebuilds it from the source.
 	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
-	// DBRemoved is called for a db the source no longer lists once every
-	// version of it is gone from this node (after BeforeRemove of each),
-	// so that the cluster can forget the db, which the versions' own
-	// removal does not make it do. It reports whether the cluster holds
-	// nothing more of the db; false or an error calls it again at the
-	// next scan that still finds the db gone. It runs in a goroutine of
-	// its own, one call per db at a time, and must return when ctx ends.
-	// See dbremoved.go.
+	// DBRemoved lets the cluster forget a db the source no longer lists,
+	// once nothing of it is left on this node (after BeforeRemove of each
+	// version). It reports whether the cluster is done with the db; false
+	// or an error calls it again at the next scan. See dbremoved.go.
 	DBRemoved func(ctx context.Context, db string) (bool, error)
 }
 
@@ -149,9 +145,9 @@ type Manager struct {
 
 	mu       sync.Mutex // guards dbs, removed, ctx, rescan and rescanAt
 	dbs      map[string]*dbState
-	removed  map[string]*removal // dbs gone from the source that Hooks.DBRemoved has not finished
-	ctx      context.Context     // Run's context, once running
-	rescan   *time.Timer         // a scan due once watched files may have settled
+	removed  map[string]*removal
+	ctx      context.Context // Run's context, once running
+	rescan   *time.Timer     // a scan due once watched files may have settled
 	rescanAt time.Time
 	wg       sync.WaitGroup // loads and removals
 	scanMu   sync.Mutex     // one scan at a time
