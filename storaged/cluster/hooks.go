@@ -160,12 +160,10 @@ const pruneTimeout = 30 * time.Second
 // this node knows of: those in its map, and the assignments.
 func (c *Controller) dbRemoved(ctx context.Context, db string) (bool, error) {
 	c.mu.Lock()
-	for k := range c.tracked {
-		if k.db == db {
-			delete(c.tracked, k)
-		}
-	}
-	delete(c.lastActive, db) // a db added again starts afresh
+	// A db added again starts afresh: its versions may be older than the
+	// ones it had. (tracked is left alone: a version of the db added
+	// again may be tracked already; beforeRemove forgot the old ones.)
+	delete(c.lastActive, db)
 	c.mu.Unlock()
 	if c.opts.Coord == nil {
 		return true, nil
