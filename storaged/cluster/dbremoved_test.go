@@ -64,3 +64,22 @@ func TestDBRemovedPrunesOnceUnpublished(t *testing.T) {
 		t.Fatalf("the map after the removal names %v; want keep alone, complete", m.DBNames())
 	}
 }
+
+// TestDBAddedAgainStartsAfresh: after a db was removed, a version of it
+// older than the one served before is activated when it is complete:
+// the rule that activation never goes back holds within one life of a
+// db.
+func TestDBAddedAgainStartsAfresh(t *testing.T) {
+	srv := memtopo.NewServer()
+	a := join(t, srv, "10.0.0.1:1", testOpts{})
+	waitUntil(t, "registered", func() bool { return len(a.conn.Map().Nodes) == 1 })
+	held := a.held(t, "db", "v2", 4)
+	a.ready("db", "v2", held, 4)
+	waitUntil(t, "v2 active", func() bool { return a.act.active("db", "v2") })
+	a.c.Hooks().BeforeRemove("db", "v2", held)
+	if done, err := a.c.Hooks().DBRemoved(context.Background(), "db"); !done || err != nil {
+		t.Fatalf("DBRemoved: %v, %v", done, err)
+	}
+	a.ready("db", "v1", a.held(t, "db", "v1", 4), 4)
+	waitUntil(t, "v1 active after the db was added again", func() bool { return a.act.active("db", "v1") })
+}
