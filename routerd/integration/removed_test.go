@@ -77,19 +77,7 @@ func TestRemovedDBIsNotFoundOnZooKeeper(t *testing.T) {
 	}
 	// The entries go once every node has withdrawn: ZooKeeper's map
 	// drops the db, and routerd with it.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		code, body, hdr, _ := get(t, client, rd.base+path)
-		if code == http.StatusNotFound && hdr.Get(wire.HeaderVersion) == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			m := w.Map()
-			t.Fatalf("a minute after the removal: %d %q (version %q), want 404 without a version; ZooKeeper lists versions %v of %s",
-				code, body, hdr.Get(wire.HeaderVersion), m.VersionNames(testDB), testDB)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitNotFound(t, client, rd.base+path, w)
 	waitMap(t, w, 10*time.Second, func(m *topo.Map) string {
 		if names := m.VersionNames(testDB); len(names) > 0 {
 			return fmt.Sprintf("%s still has version entries %v in ZooKeeper", testDB, names)
@@ -109,5 +97,126 @@ func TestRemovedDBIsNotFoundOnZooKeeper(t *testing.T) {
 	}
 	if dbs := w.Map().DBNames(); slices.Contains(dbs, testDB) || !slices.Contains(dbs, keep) {
 		t.Fatalf("ZooKeeper's map names the dbs %v; want %s and not %s", dbs, keep, testDB)
+	}
+}
+
+// TestRemovedDBWhileANodeIsDead: a node is killed while it serves a db
+// (its partitions stay in ZooKeeper until its session expires), then the
+// db is removed from the source and the live nodes re-scan. They
+// withdraw, but cannot delete the db's entries while the dead node's
+// replicas are there: routerd answers 502 meanwhile, and still after the
+// session expired, until a live node re-scans and tries again; then 404.
+// The dead node, restarted after the removal, holds nothing of the db
+// and does not bring it back.
+func TestRemovedDBWhileANodeIsDead(t *testing.T) {
+	zks := zktest.Start(t)
+	const cluster = "dead"
+	root := t.TempDir()
+	const deadSession = 10 * time.Second
+	nodes := []*storaged{
+		startClusterStoraged(t, zks.Addr(), cluster, root),
+		startClusterStoraged(t, zks.Addr(), cluster, root),
+		startClusterStoraged(t, zks.Addr(), cluster, root, "--zk-session-timeout", deadSession.String()),
+	}
+	dead := nodes[2]
+	w, err := zktopo.OpenWatcher(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	waitMap(t, w, time.Minute, func(m *topo.Map) string {
+		if len(m.Nodes) != len(nodes) {
+			return fmt.Sprintf("%d nodes registered, want %d", len(m.Nodes), len(nodes))
+		}
+		return ""
+	})
+	writeVersion(t, root, testDB, "v1", testParts, testKeys)
+	for _, n := range nodes {
+		n.Signal(syscall.SIGHUP)
+	}
+	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
+	cfg := config.Default()
+	cfg.ZK = []string{zks.Addr()}
+	cfg.Cluster = cluster
+	cfg.CacheSize = 0
+	cfg.ProxyTimeout = failoverTimeout
+	rd := startRouterd(t, cfg, nil, testDB)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
+	defer client.CloseIdleConnections()
+
+	dead.Kill()
+	if err := os.RemoveAll(filepath.Join(root, testDB)); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:2] {
+		n.Signal(syscall.SIGHUP)
+	}
+	// Only the dead node's replicas are left; the live nodes have tried
+	// (within a second of withdrawing) and found them.
+	waitMap(t, w, time.Minute, func(m *topo.Map) string {
+		v := m.Version(testDB, "v1")
+		if v == nil {
+			return fmt.Sprintf("%s v1 left the map while the dead node's replicas were registered", testDB)
+		}
+		for p, rs := range v.Replicas {
+			for _, r := range rs {
+				if r != dead.addr {
+					return fmt.Sprintf("partition %d still published by %s", p, r)
+				}
+			}
+		}
+		return ""
+	})
+	time.Sleep(2 * time.Second)
+	waitMap(t, w, deadSession+time.Minute, func(m *topo.Map) string {
+		if _, ok := m.Nodes[dead.addr]; ok {
+			return "the dead node is still registered"
+		}
+		return ""
+	})
+	// Nothing publishes the db, but its entries stay until a node that
+	// withdrew it re-scans.
+	if names := w.Map().VersionNames(testDB); !slices.Equal(names, []string{"v1"}) {
+		t.Fatalf("%s versions in ZooKeeper before the re-scan: %v, want v1 still there", testDB, names)
+	}
+	path := wire.KeyPath(testDB, []byte(keyName(3)))
+	if code, body, hdr, _ := get(t, client, rd.base+path); code != http.StatusBadGateway {
+		t.Fatalf("before the re-scan: %d %q (version %q), want 502", code, body, hdr.Get(wire.HeaderVersion))
+	}
+	nodes[0].Signal(syscall.SIGHUP)
+	waitNotFound(t, client, rd.base+path, w)
+
+	dead.Restart()
+	waitMap(t, w, time.Minute, func(m *topo.Map) string {
+		if _, ok := m.Nodes[dead.addr]; !ok {
+			return "the restarted node is not registered"
+		}
+		return ""
+	})
+	dead.Signal(syscall.SIGHUP)
+	time.Sleep(2 * time.Second)
+	if names := w.Map().VersionNames(testDB); len(names) > 0 {
+		t.Fatalf("%s versions in ZooKeeper after the dead node restarted: %v", testDB, names)
+	}
+	if code, body, hdr, _ := get(t, client, rd.base+path); code != http.StatusNotFound || hdr.Get(wire.HeaderVersion) != "" {
+		t.Fatalf("after the dead node restarted: %d %q (version %q), want 404 without a version", code, body, hdr.Get(wire.HeaderVersion))
+	}
+}
+
+// waitNotFound waits a minute at most until routerd answers url 404
+// without a version.
+func waitNotFound(t *testing.T, client *http.Client, url string, w topo.Watcher) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, body, hdr, _ := get(t, client, url)
+		if code == http.StatusNotFound && hdr.Get(wire.HeaderVersion) == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the removal: %d %q (version %q), want 404 without a version; ZooKeeper lists versions %v of %s",
+				code, body, hdr.Get(wire.HeaderVersion), w.Map().VersionNames(testDB), testDB)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
