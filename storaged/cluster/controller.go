@@ -37,6 +37,11 @@ type Activator interface {
 type Options struct {
 	// Conn is the coordination service; required.
 	Conn topo.Conn
+	// Coord is the same session's coordination, when the service offers
+	// it: with it, the entries of a db removed from the source are
+	// deleted once no node publishes it (Hooks.DBRemoved). nil leaves
+	// them.
+	Coord topo.Coordination
 	// Node is this node as it registers itself: ID, ShardID and Addr are
 	// required.
 	Node topo.Node
@@ -141,6 +146,7 @@ func (c *Controller) Hooks() versions.Hooks {
 		Gated:          true,
 		PartitionReady: c.partitionReady,
 		BeforeRemove:   c.beforeRemove,
+		DBRemoved:      c.dbRemoved,
 	}
 }
 

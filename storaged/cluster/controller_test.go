@@ -70,7 +70,7 @@ func join(t *testing.T, srv *memtopo.Server, addr string, o testOpts) *member {
 		o.timeToConverge = 200 * time.Millisecond
 	}
 	c, err := New(Options{
-		Conn: conn, Node: topo.Node{ID: "id-" + addr, ShardID: o.shardID, Addr: addr},
+		Conn: conn, Coord: conn, Node: topo.Node{ID: "id-" + addr, ShardID: o.shardID, Addr: addr},
 		MinReplication: o.minRepl, MaxReplication: o.maxRepl, TimeToConverge: o.timeToConverge,
 		PollInterval: 10 * time.Millisecond, Log: zaptest.NewLogger(t).Named(addr),
 	})

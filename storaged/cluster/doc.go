@@ -3,7 +3,9 @@
 // version the node holds (once the node list has been stable for a
 // while), publishes each partition once it is servable, and switches
 // clients to a version once the cluster map says every partition has
-// enough live replicas.
+// enough live replicas. When a db leaves the source, the node deletes
+// its entries from the coordination service once no node publishes it
+// (hooks.go, dbRemoved), so that routers answer 404 for it, not 502.
 //
 // Which partitions a node holds is decided in one function,
 // Controller.holdings (holdings.go): the coordinator's assignment when

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -124,4 +126,71 @@ func (c *Controller) ctx() context.Context {
 		return context.Background()
 	}
 	return c.runCtx
+}
+
+// pruneTimeout bounds one dbRemoved: the manager tries again at its next
+// scan.
+const pruneTimeout = 30 * time.Second
+
+// dbRemoved is Hooks.DBRemoved: this node has withdrawn every partition
+// of db, which left the source, and deletes the db's version entries
+// (partitions/<db>/<version> and assignments/<db>/<version>, then the
+// db's own entries) with PruneVersion, so that routers learn the db is
+// gone (404) rather than unreachable (502). PruneVersion deletes a
+// version only while no node publishes a partition of it: of the nodes
+// that served the db, the last to withdraw succeeds, and the earlier
+// ones (false) look again at their next scan, when the entries are gone
+// and they are done too. A node that dies instead of withdrawing holds
+// its entries until its session expires; the nodes still up delete them
+// at a scan after that. A node that restarts after the removal knows
+// nothing of the db and does nothing: its entries went with its old
+// session, and the nodes that withdrew look after the rest.
+//
+// It reports true once none of the db's version entries are left that
+// this node knows of: those in its map, and the assignments.
+func (c *Controller) dbRemoved(ctx context.Context, db string) (bool, error) {
+	c.mu.Lock()
+	// A db added again starts afresh: its versions may be older than the
+	// ones it had. (tracked is left alone: a version of the db added
+	// again may be tracked already; beforeRemove forgot the old ones.)
+	delete(c.lastActive, db)
+	c.mu.Unlock()
+	if c.opts.Coord == nil {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
+	defer cancel()
+	names := map[string]bool{}
+	for _, v := range c.opts.Conn.Map().VersionNames(db) {
+		names[v] = true
+	}
+	as, err := c.opts.Coord.Assignments(ctx)
+	if err != nil {
+		return false, fmt.Errorf("cluster: reading the assignments of removed db %s: %w", db, err)
+	}
+	for _, a := range as {
+		if a.DB == db {
+			names[a.Version] = true
+		}
+	}
+	var served, pruned []string
+	for _, v := range slices.Sorted(maps.Keys(names)) {
+		gone, err := c.opts.Coord.PruneVersion(ctx, db, v)
+		if err != nil {
+			return false, fmt.Errorf("cluster: deleting the entries of removed db %s at %s: %w", db, v, err)
+		}
+		if gone {
+			pruned = append(pruned, v)
+		} else {
+			served = append(served, v)
+		}
+	}
+	if len(served) > 0 {
+		c.log.Info("db removed from the source: other nodes still publish some of its versions",
+			zap.String("db", db), zap.Strings("published", served), zap.Strings("deleted", pruned))
+		return false, nil
+	}
+	c.log.Info("db removed from the source: its entries are deleted from the cluster",
+		zap.String("db", db), zap.Strings("versions", pruned))
+	return true, nil
 }

@@ -122,6 +122,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		}
 		if co != nil {
 			copts.Assigned = assignedHook(conn, co, node.ShardID)
+			copts.Coord = co
 		}
 		if copts.Strategy, err = placement.ByName(s.Assignment); err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)

@@ -15,7 +15,9 @@
 // Cluster mode plugs in through Hooks: which partitions of a version this
 // node holds, whether a loaded version waits for an external signal
 // (Manager.Activate) before it becomes active, and callbacks when a
-// partition becomes servable and before a version is removed. Standalone,
+// partition becomes servable, before a version is removed, and once a db
+// that left the source has nothing left on the node (dbremoved.go: tried
+// again at each scan until the cluster has forgotten the db). Standalone,
 // a node holds every partition and a version is active once loaded.
 //
 // Each version the manager knows is in one phase (state.go), changed only

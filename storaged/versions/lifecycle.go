@@ -301,6 +301,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 // removeDBLocked stops serving a db that left the source.
 func (m *Manager) removeDBLocked(db string, d *dbState) {
 	d.gone = true
+	m.markRemovedLocked(db)
 	d.current = ""
 	for _, vs := range d.versions {
 		switch {

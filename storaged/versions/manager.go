@@ -50,6 +50,11 @@ type Hooks struct {
 	// serves it into dir, which it creates, to rebuild a corrupt one. nil,
 	// or an error, rebuilds it from the source.
 	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
+	// DBRemoved lets the cluster forget a db the source no longer lists,
+	// once nothing of it is left on this node (after BeforeRemove of each
+	// version). It reports whether the cluster is done with the db; false
+	// or an error calls it again at the next scan. See dbremoved.go.
+	DBRemoved func(ctx context.Context, db string) (bool, error)
 }
 
 // Options configures a Manager. Zero values select the defaults noted.
@@ -107,8 +112,9 @@ type Manager struct {
 
 	loadedN, reusedN, failedN atomic.Int64
 
-	mu       sync.Mutex // guards dbs, ctx, rescan and rescanAt
+	mu       sync.Mutex // guards dbs, removed, ctx, rescan and rescanAt
 	dbs      map[string]*dbState
+	removed  map[string]*removal
 	ctx      context.Context // Run's context, once running
 	rescan   *time.Timer     // a scan due once watched files may have settled
 	rescanAt time.Time
@@ -138,7 +144,7 @@ func New(opts Options) (*Manager, error) {
 		opts.FallbackAfter = DefaultFallbackAfter
 	}
 	m := &Manager{
-		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
+		opts: opts, log: opts.Log, dbs: map[string]*dbState{}, removed: map[string]*removal{},
 		refresh: make(chan struct{}, 1),
 		limit:   make(chan struct{}, opts.MaxParallelLoads),
 	}
@@ -228,6 +234,7 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.removeDBLocked(db, d)
 		}
 	}
+	m.dbsRemovedLocked(seen, true)
 	m.publishLocked()
 	m.mu.Unlock()
 	m.cleanLocalStore()
@@ -407,6 +414,7 @@ func (m *Manager) sweep() {
 	now := m.opts.Now().UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.dbsRemovedLocked(nil, false)
 	for db, d := range m.dbs {
 		for _, vs := range d.versions {
 			if vs.phase == superseded && now-vs.v.lastUsed.Load() >= int64(m.opts.Retention) {
