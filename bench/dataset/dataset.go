@@ -26,6 +26,9 @@ const KeyDigits = 10
 
 // Options describes a dataset. Zero values select the defaults noted.
 type Options struct {
+	// DB is the db the dataset is written as; default DB. A cluster of
+	// many dbs is many datasets under one root.
+	DB string
 	// Keys is the record count; default 1,000,000.
 	Keys int
 	// Files is the data file (and partition) count; default 8.
@@ -39,6 +42,9 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if o.DB == "" {
+		o.DB = DB
+	}
 	if o.Keys <= 0 {
 		o.Keys = 1_000_000
 	}
@@ -55,7 +61,7 @@ func (o *Options) defaults() {
 
 // Dataset is a written source root.
 type Dataset struct {
-	// Root is the source root: Root/DB/Version/part-NNNNN.
+	// Root is the source root: Root/<Options.DB>/Version/part-NNNNN.
 	Root    string
 	Options Options
 	// Files are the data files' paths.
@@ -105,7 +111,7 @@ func Value(i, n int) []byte {
 // Files are written in parallel, one goroutine each.
 func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 	o.defaults()
-	dir := filepath.Join(root, DB, Version)
+	dir := filepath.Join(root, o.DB, Version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
