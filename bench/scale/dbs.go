@@ -1,0 +1,350 @@
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"spangle/bench/dataset"
+	"spangle/bench/proc"
+	"spangle/shared/topo"
+	"spangle/shared/zktest"
+)
+
+// Shape of the dbs dimension's cluster.
+const (
+	clusterNodes = 3
+	clusterName  = "scale"
+	dbPartitions = 8
+	// converge is storaged's time_to_converge here: a fixed cost of every
+	// start, shortened from the 10 s default so it does not hide the part
+	// that grows with the dbs.
+	converge = "2s"
+	// window is how long the idle and the change measurements of
+	// ZooKeeper's traffic each last, at least.
+	window = 5 * time.Second
+)
+
+// DBsPoint is one size of the dbs dimension: DBs dbs of 8 partitions on
+// three storaged, one ZooKeeper and routerd.
+type DBsPoint struct {
+	DBs        int `json:"dbs"`
+	Partitions int `json:"partitions"`
+	// ActiveS is from the processes' start until routerd serves version
+	// 1 of every db (polled every 100 ms).
+	ActiveS float64 `json:"active_s"`
+	// ZK is mntr's totals once every db is served; Clients each
+	// process's connection then (cumulated since it connected).
+	ZK      zkTotals            `json:"zk"`
+	Clients map[string]zkClient `json:"clients"`
+	// Idle and Change are deltas over a window of nothing happening and
+	// over the window starting with one db's new version.
+	Idle   Delta `json:"idle"`
+	Change Delta `json:"change"`
+	// NewVersionS is from the new version's SIGHUP to the storaged nodes
+	// until routerd serves it (polled every 10 ms), its load included.
+	NewVersionS float64 `json:"new_version_s"`
+	// RegisteredToRouterdMs is from the last of its partitions' znodes
+	// being created (their ctime) until routerd serves it.
+	RegisteredToRouterdMs float64 `json:"registered_to_routerd_ms"`
+	// RouterdMB is routerd's VmRSS at the end, RouterdPeakMB its VmHWM;
+	// StoragedMB the largest storaged's VmRSS.
+	RouterdMB     float64 `json:"routerd_mb"`
+	RouterdPeakMB float64 `json:"routerd_peak_mb"`
+	StoragedMB    float64 `json:"storaged_mb"`
+	// RenderMs is the median over three loads of routerd's status page
+	// in headless Chromium, from navigation to the node table visible;
+	// LoadEventMs the browser's own navigation-to-load-end; PageKB the
+	// HTML's size.
+	RenderMs    float64 `json:"render_ms"`
+	LoadEventMs float64 `json:"load_event_ms"`
+	PageKB      float64 `json:"page_kb"`
+}
+
+// Delta is what ZooKeeper did over a window.
+type Delta struct {
+	Seconds float64             `json:"seconds"`
+	ZK      zkTotals            `json:"zk"`
+	Clients map[string]zkClient `json:"clients"`
+}
+
+// dbName is the i-th db's name; the width keeps the names in order.
+func dbName(i int) string { return fmt.Sprintf("db-%04d", i) }
+
+// cluster is the dbs dimension's running processes.
+type cluster struct {
+	zk       *zktest.Server
+	storaged []*proc.Process
+	routerd  *proc.Process
+}
+
+// names maps each process's pid to its name.
+func (c *cluster) names() map[int]string {
+	m := map[int]string{c.routerd.Pid(): "routerd"}
+	for i, s := range c.storaged {
+		m[s.Pid()] = fmt.Sprintf("storaged-%d", i+1)
+	}
+	return m
+}
+
+func (c *cluster) stop() {
+	for _, p := range append(slices.Clone(c.storaged), c.routerd) {
+		if p != nil {
+			p.Stop()
+		}
+	}
+	c.zk.Stop()
+}
+
+// snapshot reads mntr and every process's connection.
+func (c *cluster) snapshot(ctx context.Context) (zkTotals, map[string]zkClient, error) {
+	t, err := mntr(c.zk)
+	if err != nil {
+		return t, nil, err
+	}
+	byPid, err := zkClients(ctx, c.zk)
+	if err != nil {
+		return t, nil, err
+	}
+	names := c.names()
+	out := map[string]zkClient{}
+	for pid, cl := range byPid {
+		if name, ok := names[pid]; ok {
+			out[name] = cl
+		}
+	}
+	return t, out, nil
+}
+
+// delta is the change between two snapshots.
+func delta(d time.Duration, t0, t1 zkTotals, c0, c1 map[string]zkClient) Delta {
+	out := Delta{Seconds: d.Seconds(), ZK: t1.sub(t0), Clients: map[string]zkClient{}}
+	for name, b := range c1 {
+		out.Clients[name] = b.sub(c0[name])
+	}
+	return out
+}
+
+// dbsPoint runs a cluster of n dbs and measures it.
+func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
+	p := DBsPoint{DBs: n, Partitions: n * dbPartitions}
+	root, err := r.dir("dbs-src")
+	if err != nil {
+		return p, err
+	}
+	defer os.RemoveAll(root)
+	dso := func(i int, version string) dataset.Options {
+		return dataset.Options{DB: dbName(i), Version: version, Keys: r.o.DBKeys, Files: dbPartitions, ValueSize: r.o.DBValueSize}
+	}
+	for i := 0; i < n; i++ {
+		if _, err := dataset.Write(ctx, root, dso(i, dataset.Version)); err != nil {
+			return p, fmt.Errorf("scale: writing db %d: %w", i, err)
+		}
+	}
+	zkDir, err := r.dir("zk")
+	if err != nil {
+		return p, err
+	}
+	zks, err := zktest.Run(zkDir)
+	if err != nil {
+		return p, err
+	}
+	c := &cluster{zk: zks}
+	defer c.stop()
+
+	t0 := time.Now()
+	for i := 0; i < clusterNodes; i++ {
+		store, err := r.dir("dbs-store")
+		if err != nil {
+			return p, err
+		}
+		st, err := r.start(fmt.Sprintf("storaged-dbs%d-%d", n, i+1), func(addr string) []string {
+			return []string{r.o.Storaged, "--source", root, "--local-store", store, "--bind", addr, "--advertise", addr,
+				"--zk", zks.Addr(), "--cluster", clusterName, "--time-to-converge", converge, "--refresh-period", "0",
+				"--log-level", "warn"}
+		})
+		if err != nil {
+			return p, err
+		}
+		c.storaged = append(c.storaged, st)
+	}
+	c.routerd, err = r.start(fmt.Sprintf("routerd-dbs%d", n), func(addr string) []string {
+		return []string{r.o.Routerd, "--bind", addr, "--zk", zks.Addr(), "--cluster", clusterName, "--log-level", "warn"}
+	})
+	if err != nil {
+		return p, err
+	}
+	if err := waitServed(ctx, c.routerd, "", n, dataset.Version, 100*time.Millisecond); err != nil {
+		return p, err
+	}
+	p.ActiveS = time.Since(t0).Seconds()
+	r.log.Info("every db served", zap.Int("dbs", n), zap.Float64("s", p.ActiveS))
+
+	if p.ZK, p.Clients, err = c.snapshot(ctx); err != nil {
+		return p, err
+	}
+	// Idle: what the cluster costs ZooKeeper when nothing changes.
+	i0 := time.Now()
+	zt0, zc0, _ := c.snapshot(ctx)
+	if err := sleep(ctx, window); err != nil {
+		return p, err
+	}
+	zt1, zc1, err := c.snapshot(ctx)
+	if err != nil {
+		return p, err
+	}
+	p.Idle = delta(time.Since(i0), zt0, zt1, zc0, zc1)
+
+	// Change: a new version of one db.
+	staging, err := r.dir("dbs-staging")
+	if err != nil {
+		return p, err
+	}
+	const v2 = "2"
+	if _, err := dataset.Write(ctx, staging, dso(0, v2)); err != nil {
+		return p, err
+	}
+	if err := os.Rename(filepath.Join(staging, dbName(0), v2), filepath.Join(root, dbName(0), v2)); err != nil {
+		return p, fmt.Errorf("scale: %w", err)
+	}
+	c0 := time.Now()
+	zt0, zc0, err = c.snapshot(ctx)
+	if err != nil {
+		return p, err
+	}
+	for _, st := range c.storaged {
+		if err := st.Signal(syscall.SIGHUP); err != nil {
+			return p, err
+		}
+	}
+	if err := waitServed(ctx, c.routerd, dbName(0), 1, v2, 10*time.Millisecond); err != nil {
+		return p, err
+	}
+	served := time.Now()
+	p.NewVersionS = served.Sub(c0).Seconds()
+	if err := sleep(ctx, time.Until(c0.Add(window))); err != nil {
+		return p, err
+	}
+	zt1, zc1, err = c.snapshot(ctx)
+	if err != nil {
+		return p, err
+	}
+	p.Change = delta(time.Since(c0), zt0, zt1, zc0, zc1)
+	if reg, err := lastRegistered(zks.Addr(), dbName(0), v2); err != nil {
+		r.log.Warn("partition znodes' ctime", zap.Error(err))
+	} else {
+		p.RegisteredToRouterdMs = float64(served.Sub(reg)) / float64(time.Millisecond)
+	}
+	r.log.Info("new version served", zap.Int("dbs", n), zap.Float64("s", p.NewVersionS),
+		zap.Float64("registered_to_routerd_ms", p.RegisteredToRouterdMs))
+
+	if mem, err := c.routerd.Memory(); err == nil {
+		p.RouterdMB, p.RouterdPeakMB = proc.MB(mem.Current), proc.MB(mem.Peak)
+	}
+	for _, st := range c.storaged {
+		if mem, err := st.Memory(); err == nil {
+			p.StoragedMB = max(p.StoragedMB, proc.MB(mem.Current))
+		}
+	}
+	if err := r.render(ctx, "http://"+c.routerd.Addr+"/", &p); err != nil {
+		return p, err
+	}
+	r.log.Info("status page", zap.Int("dbs", n), zap.Float64("render_ms", p.RenderMs), zap.Float64("kb", p.PageKB))
+	return p, nil
+}
+
+// waitServed polls routerd's status (of db, or of all when db is "")
+// until it lists n dbs and serves version of each.
+func waitServed(ctx context.Context, rd *proc.Process, db string, n int, version string, every time.Duration) error {
+	var st struct {
+		DBs map[string]struct {
+			Served string `json:"served_version"`
+		} `json:"dbs"`
+	}
+	_, err := rd.WaitFor(ctx, "http://"+rd.Addr+"/"+db, every, 30*time.Minute, func(status int, body []byte) (bool, error) {
+		st.DBs = nil
+		if status != 200 || json.Unmarshal(body, &st) != nil || len(st.DBs) < n {
+			return false, nil
+		}
+		for _, d := range st.DBs {
+			if d.Served != version {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return err
+}
+
+// lastRegistered is when the last partition znode of db's version was
+// created, by ZooKeeper's clock (the same machine's).
+func lastRegistered(addr, db, version string) (time.Time, error) {
+	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(silent{}))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("scale: %w", err)
+	}
+	defer conn.Close()
+	dir := topo.Paths{Cluster: clusterName}.Version(db, version)
+	kids, _, err := conn.Children(dir)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("scale: %s: %w", dir, err)
+	}
+	var last int64
+	for _, k := range kids {
+		_, st, err := conn.Get(dir + "/" + k)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("scale: %s/%s: %w", dir, k, err)
+		}
+		last = max(last, st.Ctime)
+	}
+	if last == 0 {
+		return time.Time{}, fmt.Errorf("scale: no partition znodes under %s", dir)
+	}
+	return time.UnixMilli(last), nil
+}
+
+type silent struct{}
+
+func (silent) Printf(string, ...any) {}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("scale: %w", ctx.Err())
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// pageSize fetches url as a browser would and returns the HTML's size.
+func pageSize(ctx context.Context, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("scale: %w", err)
+	}
+	req.Header.Set("Accept", "text/html")
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scale: %w", err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("scale: %w", err)
+	}
+	return int(n), nil
+}
