@@ -79,6 +79,10 @@ func drawGrowth(path, title, xlabel string, xs []float64, ss []series) error {
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
+	// Fixed ranges with a margin: gonum's own would be empty for a single
+	// size, and a log axis cannot start at 0.
+	p.X.Min, p.X.Max = xs[0]/1.5, xs[len(xs)-1]*1.5
+	p.Y.Min, p.Y.Max = 1.0, 1.0
 	for i, s := range ss {
 		var pts plotter.XYs
 		base := 0.0
@@ -91,6 +95,7 @@ func drawGrowth(path, title, xlabel string, xs []float64, ss []series) error {
 				base = y
 			}
 			pts = append(pts, plotter.XY{X: x, Y: y / base})
+			p.Y.Min, p.Y.Max = min(p.Y.Min, y/base), max(p.Y.Max, y/base)
 		}
 		if len(pts) == 0 {
 			continue
@@ -113,7 +118,9 @@ func drawGrowth(path, title, xlabel string, xs []float64, ss []series) error {
 		lin.Color = plotutil.Color(len(ss))
 		p.Add(lin)
 		p.Legend.Add("linear growth", lin)
+		p.Y.Max = max(p.Y.Max, xs[len(xs)-1]/xs[0])
 	}
+	p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*2
 	p.Legend.ThumbnailWidth = vg.Points(20)
 	p.Legend.Padding = vg.Points(1)
 	if err := p.Save(9*vg.Inch, 6*vg.Inch, path); err != nil {

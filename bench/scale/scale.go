@@ -217,3 +217,16 @@ func (res *Results) WriteJSON(path string) error {
 	}
 	return nil
 }
+
+// ReadJSON reads results written by WriteJSON, to draw them again.
+func ReadJSON(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scale: %w", err)
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("scale: %s: %w", path, err)
+	}
+	return &res, nil
+}

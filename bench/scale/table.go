@@ -83,7 +83,7 @@ func (res *Results) Markdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| %d | %d | %.1f | %d | %d | %.0f | %s | %.0f/%.0f | %.1f | %.0f | %s | %.0f | %d | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
 				p.DBs, p.Partitions, p.ActiveS, p.ZK.Znodes, p.ZK.Watches, float64(p.ZK.DataBytes)/1024,
 				strings.Join(start, ", "), float64(rd.BytesIn)/1024, float64(rd.BytesOut)/1024, idle,
-				p.changePackets(), strings.Join(change, ", "), p.changeBytes("routerd"), p.ZK.Watches+p.Change.ZK.Watches,
+				p.changePackets(), strings.Join(change, ", "), p.changeBytes("routerd"), p.ZK.Watches+p.Idle.ZK.Watches+p.Change.ZK.Watches,
 				p.NewVersionS, p.RegisteredToRouterdMs, p.RouterdMB, p.StoragedMB, p.PageKB, p.RenderMs)
 		}
 		b.WriteString("\n")

@@ -79,13 +79,16 @@ type zkClient struct {
 	// (cons: recved and sent).
 	PacketsIn  int64 `json:"packets_in"`
 	PacketsOut int64 `json:"packets_out"`
-	// Watches are the watches the process's session holds (wchc).
-	Watches int64 `json:"watches"`
+	// DataWatches are the data and exists watches the process's session
+	// holds (wchc). ZooKeeper lists no child watches per session, and
+	// the mirror's watches are child watches: those only mntr's total
+	// counts.
+	DataWatches int64 `json:"data_watches"`
 }
 
 func (a zkClient) sub(b zkClient) zkClient {
 	return zkClient{BytesIn: a.BytesIn - b.BytesIn, BytesOut: a.BytesOut - b.BytesOut,
-		PacketsIn: a.PacketsIn - b.PacketsIn, PacketsOut: a.PacketsOut - b.PacketsOut, Watches: a.Watches - b.Watches}
+		PacketsIn: a.PacketsIn - b.PacketsIn, PacketsOut: a.PacketsOut - b.PacketsOut, DataWatches: a.DataWatches - b.DataWatches}
 }
 
 var (
@@ -98,7 +101,7 @@ var (
 // zkClients attributes ZooKeeper's clients to processes: ss lists the
 // connections to the server's port with their owner's pid, local port
 // and TCP byte counts; cons gives the server's packet counts and session
-// per client port; wchc the watches per session.
+// per client port; wchc the data watches per session.
 func zkClients(ctx context.Context, zk *zktest.Server) (map[int]zkClient, error) {
 	port := zk.Addr()[strings.LastIndexByte(zk.Addr(), ':')+1:]
 	out, err := exec.CommandContext(ctx, "ss", "-tinpH", "state", "established", "( dport = :"+port+" )").Output()
@@ -183,7 +186,7 @@ func zkClients(ctx context.Context, zk *zktest.Server) (map[int]zkClient, error)
 			}
 		case strings.HasPrefix(line, "\t/") && pid >= 0:
 			c := clients[pid]
-			c.Watches++
+			c.DataWatches++
 			clients[pid] = c
 		}
 	}

@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep", false, "keep the temporary dir (datasets, stores, process logs)")
 	out := fs.String("out", "bench/results-scale", "directory for results.json, table.md, keys.png and dbs.png")
 	note := fs.String("note", "", "a line written above the figures (say, what kind of run this was)")
+	from := fs.String("from", "", "measure nothing: redraw the table and plots of this results.json into -out")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,12 +69,20 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	res, err := scale.Run(ctx, scale.Options{
-		Keys: ks, DBs: ds, SkipKeys: len(ks) == 0, SkipDBs: len(ds) == 0, Files: *files,
-		Conns: *conns, Rounds: *rounds, Round: *round,
-		Storaged: filepath.Join(*bin, "storaged"), Routerd: filepath.Join(*bin, "routerd"),
-		TempDir: *tmp, Keep: *keep, Note: *note, Logger: log,
-	})
+	var res *scale.Results
+	if *from != "" {
+		if res, err = scale.ReadJSON(*from); err != nil {
+			return err
+		}
+		*note = res.Note
+	} else {
+		res, err = scale.Run(ctx, scale.Options{
+			Keys: ks, DBs: ds, SkipKeys: len(ks) == 0, SkipDBs: len(ds) == 0, Files: *files,
+			Conns: *conns, Rounds: *rounds, Round: *round,
+			Storaged: filepath.Join(*bin, "storaged"), Routerd: filepath.Join(*bin, "routerd"),
+			TempDir: *tmp, Keep: *keep, Note: *note, Logger: log,
+		})
+	}
 	if res == nil {
 		return err
 	}
