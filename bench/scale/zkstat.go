@@ -1,7 +1,6 @@
 package scale
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os/exec"
@@ -35,6 +34,12 @@ func mntr(zk *zktest.Server) (zkTotals, error) {
 	if err != nil {
 		return zkTotals{}, fmt.Errorf("scale: mntr: %w", err)
 	}
+	return parseMntr(out)
+}
+
+// parseMntr reads zkTotals from mntr's answer; every figure must be
+// there.
+func parseMntr(out string) (zkTotals, error) {
 	var t zkTotals
 	fields := map[string]*int64{
 		"zk_znode_count": &t.Znodes, "zk_watch_count": &t.Watches, "zk_ephemerals_count": &t.Ephemerals,
@@ -104,14 +109,29 @@ var (
 // per client port; wchc the data watches per session.
 func zkClients(ctx context.Context, zk *zktest.Server) (map[int]zkClient, error) {
 	port := zk.Addr()[strings.LastIndexByte(zk.Addr(), ':')+1:]
-	out, err := exec.CommandContext(ctx, "ss", "-tinpH", "state", "established", "( dport = :"+port+" )").Output()
+	ss, err := exec.CommandContext(ctx, "ss", "-tinpH", "state", "established", "( dport = :"+port+" )").Output()
 	if err != nil {
 		return nil, fmt.Errorf("scale: ss (iproute2): %w", err)
 	}
+	cons, err := zk.FourLetter("cons")
+	if err != nil {
+		return nil, fmt.Errorf("scale: cons: %w", err)
+	}
+	wchc, err := zk.FourLetter("wchc")
+	if err != nil {
+		return nil, fmt.Errorf("scale: wchc: %w", err)
+	}
+	return attribute(string(ss), cons, wchc), nil
+}
+
+// attribute joins the answers of ss, cons and wchc into each process's
+// figures, by pid. Lines it cannot read are skipped: a connection that
+// closed between the commands is simply not counted.
+func attribute(ss, cons, wchc string) map[int]zkClient {
 	clients := map[int]zkClient{}
 	pidOfPort := map[string]int{}
 	pid := -1
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(ss, "\n") {
 		if line == "" {
 			continue
 		}
@@ -139,10 +159,6 @@ func zkClients(ctx context.Context, zk *zktest.Server) (map[int]zkClient, error)
 		}
 		clients[pid] = c
 	}
-	cons, err := zk.FourLetter("cons")
-	if err != nil {
-		return nil, fmt.Errorf("scale: cons: %w", err)
-	}
 	pidOfSession := map[string]int{}
 	for _, line := range strings.Split(cons, "\n") {
 		m := consLine.FindStringSubmatch(line)
@@ -168,15 +184,8 @@ func zkClients(ctx context.Context, zk *zktest.Server) (map[int]zkClient, error)
 		}
 		clients[pid] = c
 	}
-	wchc, err := zk.FourLetter("wchc")
-	if err != nil {
-		return nil, fmt.Errorf("scale: wchc: %w", err)
-	}
-	sc := bufio.NewScanner(strings.NewReader(wchc))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	pid = -1
-	for sc.Scan() {
-		line := sc.Text()
+	for _, line := range strings.Split(wchc, "\n") {
 		switch {
 		case strings.HasPrefix(line, "0x"):
 			p, ok := pidOfSession[strings.TrimSpace(line)]
@@ -190,5 +199,5 @@ func zkClients(ctx context.Context, zk *zktest.Server) (map[int]zkClient, error)
 			clients[pid] = c
 		}
 	}
-	return clients, nil
+	return clients
 }
