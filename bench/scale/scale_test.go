@@ -133,7 +133,7 @@ func TestPlot(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	res := &Results{Note: "small run", Keys: []KeysPoint{{Keys: 1_000_000, Files: 8, LoadS: 1, DecodeS: 0.5, ReqPerS: 1000}},
-		DBs: []DBsPoint{{DBs: 10, Partitions: 80, Clients: map[string]zkClient{"storaged-1": {BytesIn: 2048}, "routerd": {}}}},
+		DBs:      []DBsPoint{{DBs: 10, Partitions: 80, Clients: map[string]zkClient{"storaged-1": {BytesIn: 2048}, "routerd": {}}}},
 		Failures: []string{"100M keys: disk full"}}
 	var b bytes.Buffer
 	if err := res.Markdown(&b); err != nil {
