@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,9 +55,10 @@ type DBsPoint struct {
 	// NewVersionS is from the new version's SIGHUP to the storaged nodes
 	// until routerd serves it (polled every 10 ms), its load included.
 	NewVersionS float64 `json:"new_version_s"`
-	// RegisteredToRouterdMs is from the last of its partitions' znodes
-	// being created (their ctime) until routerd serves it.
-	RegisteredToRouterdMs float64 `json:"registered_to_routerd_ms"`
+	// CompleteToRouterdMs is from the version becoming complete in
+	// ZooKeeper (the last partition's first replica znode created, by
+	// its ctime) until routerd serves it: routerd's own delay.
+	CompleteToRouterdMs float64 `json:"complete_to_routerd_ms"`
 	// RouterdMB is routerd's VmRSS at the end, RouterdPeakMB its VmHWM;
 	// StoragedMB the largest storaged's VmRSS.
 	RouterdMB     float64 `json:"routerd_mb"`
@@ -240,13 +242,13 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 		return p, err
 	}
 	p.Change = delta(time.Since(c0), zt0, zt1, zc0, zc1)
-	if reg, err := lastRegistered(zks.Addr(), dbName(0), v2); err != nil {
+	if reg, err := completeAt(zks.Addr(), dbName(0), v2); err != nil {
 		r.log.Warn("partition znodes' ctime", zap.Error(err))
 	} else {
-		p.RegisteredToRouterdMs = float64(served.Sub(reg)) / float64(time.Millisecond)
+		p.CompleteToRouterdMs = float64(served.Sub(reg)) / float64(time.Millisecond)
 	}
 	r.log.Info("new version served", zap.Int("dbs", n), zap.Float64("s", p.NewVersionS),
-		zap.Float64("registered_to_routerd_ms", p.RegisteredToRouterdMs))
+		zap.Float64("complete_to_routerd_ms", p.CompleteToRouterdMs))
 
 	if mem, err := c.routerd.Memory(); err == nil {
 		p.RouterdMB, p.RouterdPeakMB = proc.MB(mem.Current), proc.MB(mem.Peak)
@@ -286,9 +288,11 @@ func waitServed(ctx context.Context, rd *proc.Process, db string, n int, version
 	return err
 }
 
-// lastRegistered is when the last partition znode of db's version was
-// created, by ZooKeeper's clock (the same machine's).
-func lastRegistered(addr, db, version string) (time.Time, error) {
+// completeAt is when db's version became complete for a router with
+// min_replication 1 (routerd's default): when the last of its partitions
+// got its first replica's znode, by the znodes' ctime (ZooKeeper's
+// clock, this machine's). Later replicas do not delay routerd's switch.
+func completeAt(addr, db, version string) (time.Time, error) {
 	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(silent{}))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("scale: %w", err)
@@ -299,16 +303,23 @@ func lastRegistered(addr, db, version string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("scale: %s: %w", dir, err)
 	}
-	var last int64
+	first := map[string]int64{} // partition -> its first replica's ctime
 	for _, k := range kids {
 		_, st, err := conn.Get(dir + "/" + k)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("scale: %s/%s: %w", dir, k, err)
 		}
-		last = max(last, st.Ctime)
+		part, _, _ := strings.Cut(k, "@")
+		if t, ok := first[part]; !ok || st.Ctime < t {
+			first[part] = st.Ctime
+		}
 	}
-	if last == 0 {
-		return time.Time{}, fmt.Errorf("scale: no partition znodes under %s", dir)
+	if len(first) != dbPartitions {
+		return time.Time{}, fmt.Errorf("scale: %d partitions registered under %s, want %d", len(first), dir, dbPartitions)
+	}
+	var last int64
+	for _, t := range first {
+		last = max(last, t)
 	}
 	return time.UnixMilli(last), nil
 }

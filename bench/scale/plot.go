@@ -57,7 +57,7 @@ func (res *Results) Plot(dir, title string) ([]string, error) {
 			{"ZK packets for one db's new version", func(i int) float64 { return d[i].changePackets() }},
 			{"ZK bytes to routerd for it", func(i int) float64 { return d[i].changeBytes("routerd") }},
 			{"new version to routerd (s)", func(i int) float64 { return d[i].NewVersionS }},
-			{"registered to routerd (ms)", func(i int) float64 { return d[i].RegisteredToRouterdMs }},
+			{"complete in ZooKeeper to routerd (ms)", func(i int) float64 { return d[i].CompleteToRouterdMs }},
 			{"routerd RSS (MB)", func(i int) float64 { return d[i].RouterdMB }},
 			{"status page render (ms)", func(i int) float64 { return d[i].RenderMs }},
 		})

@@ -66,7 +66,7 @@ func (res *Results) Markdown(w io.Writer) error {
 	}
 	if len(res.DBs) > 0 {
 		b.WriteString("### Dbs in one cluster (3 storaged, replication 2, one ZooKeeper, routerd)\n\n")
-		b.WriteString("| dbs | partitions | start to all served s | znodes | watches | ZK data KB | ZK KB in/out since start, per storaged | routerd | idle ZK packets/s | one db's new version: ZK packets (net) | its ZK bytes per storaged (net) | to routerd (net) | watches after | new version to routerd s | registered to routerd ms | routerd RSS MB | storaged RSS MB (max) | status page KB | render ms |\n")
+		b.WriteString("| dbs | partitions | start to all served s | znodes | watches | ZK data KB | ZK KB in/out since start, per storaged | routerd | idle ZK packets/s | one db's new version: ZK packets (net) | its ZK bytes per storaged (net) | to routerd (net) | watches after | new version to routerd s | complete in ZK to routerd ms | routerd RSS MB | storaged RSS MB (max) | status page KB | render ms |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range res.DBs {
 			var start, change []string
@@ -84,7 +84,7 @@ func (res *Results) Markdown(w io.Writer) error {
 				p.DBs, p.Partitions, p.ActiveS, p.ZK.Znodes, p.ZK.Watches, float64(p.ZK.DataBytes)/1024,
 				strings.Join(start, ", "), float64(rd.BytesIn)/1024, float64(rd.BytesOut)/1024, idle,
 				p.changePackets(), strings.Join(change, ", "), p.changeBytes("routerd"), p.ZK.Watches+p.Idle.ZK.Watches+p.Change.ZK.Watches,
-				p.NewVersionS, p.RegisteredToRouterdMs, p.RouterdMB, p.StoragedMB, p.PageKB, p.RenderMs)
+				p.NewVersionS, p.CompleteToRouterdMs, p.RouterdMB, p.StoragedMB, p.PageKB, p.RenderMs)
 		}
 		b.WriteString("\n")
 	}
