@@ -26,6 +26,7 @@ import (
 const (
 	clusterNodes = 3
 	clusterName  = "scale"
+	replication  = 2 // storaged's default
 	dbPartitions = 8
 	// converge is storaged's time_to_converge here: a fixed cost of every
 	// start, shortened from the 10 s default so it does not hide the part
@@ -44,8 +45,12 @@ type DBsPoint struct {
 	// ActiveS is from the processes' start until routerd serves version
 	// 1 of every db (polled every 100 ms).
 	ActiveS float64 `json:"active_s"`
-	// ZK is mntr's totals once every db is served; Clients each
-	// process's connection then (cumulated since it connected).
+	// SettledS is from the start until every partition has its
+	// replication's replicas registered and ZooKeeper's znode and watch
+	// counts stopped changing.
+	SettledS float64 `json:"settled_s"`
+	// ZK is mntr's totals once settled; Clients each process's
+	// connection then (cumulated since it connected).
 	ZK      zkTotals            `json:"zk"`
 	Clients map[string]zkClient `json:"clients"`
 	// Idle and Change are deltas over a window of nothing happening and
@@ -191,13 +196,26 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 	}
 	p.ActiveS = time.Since(t0).Seconds()
 	r.log.Info("every db served", zap.Int("dbs", n), zap.Float64("s", p.ActiveS))
+	// routerd serves a version once each partition has one replica; the
+	// second replicas register later. The idle window must start after.
+	if err := waitReplicated(ctx, c.routerd, n, replication); err != nil {
+		return p, err
+	}
+	if err := waitSteady(ctx, zks); err != nil {
+		return p, err
+	}
+	p.SettledS = time.Since(t0).Seconds()
+	r.log.Info("every partition replicated", zap.Int("dbs", n), zap.Float64("s", p.SettledS))
 
 	if p.ZK, p.Clients, err = c.snapshot(ctx); err != nil {
 		return p, err
 	}
 	// Idle: what the cluster costs ZooKeeper when nothing changes.
 	i0 := time.Now()
-	zt0, zc0, _ := c.snapshot(ctx)
+	zt0, zc0, err := c.snapshot(ctx)
+	if err != nil {
+		return p, err
+	}
 	if err := sleep(ctx, window); err != nil {
 		return p, err
 	}
@@ -286,6 +304,60 @@ func waitServed(ctx context.Context, rd *proc.Process, db string, n int, version
 		return true, nil
 	})
 	return err
+}
+
+// waitReplicated polls routerd's status until version 1 of each of n dbs
+// has at least copies replicas of every partition.
+func waitReplicated(ctx context.Context, rd *proc.Process, n, copies int) error {
+	var st struct {
+		DBs map[string]struct {
+			Versions map[string]struct {
+				Replicas [][]string `json:"replicas"`
+			} `json:"versions"`
+		} `json:"dbs"`
+	}
+	_, err := rd.WaitFor(ctx, "http://"+rd.Addr+"/", 250*time.Millisecond, 30*time.Minute, func(status int, body []byte) (bool, error) {
+		st.DBs = nil
+		if status != 200 || json.Unmarshal(body, &st) != nil || len(st.DBs) < n {
+			return false, nil
+		}
+		for _, d := range st.DBs {
+			reps := d.Versions[dataset.Version].Replicas
+			if len(reps) != dbPartitions {
+				return false, nil
+			}
+			for _, r := range reps {
+				if len(r) < copies {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	return err
+}
+
+// waitSteady waits until mntr's znode, ephemeral and watch counts are
+// the same over a second.
+func waitSteady(ctx context.Context, zks *zktest.Server) error {
+	prev, err := mntr(zks)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); {
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+		cur, err := mntr(zks)
+		if err != nil {
+			return err
+		}
+		if cur.Znodes == prev.Znodes && cur.Ephemerals == prev.Ephemerals && cur.Watches == prev.Watches {
+			return nil
+		}
+		prev = cur
+	}
+	return fmt.Errorf("scale: ZooKeeper's znode and watch counts never settled")
 }
 
 // completeAt is when db's version became complete for a router with
