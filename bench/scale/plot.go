@@ -17,10 +17,10 @@ type series struct {
 }
 
 // Plot draws one log-log PNG per measured dimension in dir, keys.png
-// and dbs.png, and returns their paths. Each figure is drawn relative to
+// and dbs.png, with note under the title, and returns their paths. Each figure is drawn relative to
 // its value at the smallest size, so that every line starts at 1 and
 // its slope is its growth; a dashed line of slope 1 is linear growth.
-func (res *Results) Plot(dir, title string) ([]string, error) {
+func (res *Results) Plot(dir, note string) ([]string, error) {
 	var out []string
 	if len(res.Keys) > 0 {
 		xs := make([]float64, len(res.Keys))
@@ -29,7 +29,7 @@ func (res *Results) Plot(dir, title string) ([]string, error) {
 		}
 		k := res.Keys
 		path := filepath.Join(dir, "keys.png")
-		err := drawGrowth(path, title+": keys on one storaged", "keys", xs, []series{
+		err := drawGrowth(path, "spangle: keys on one storaged"+sub(note), "keys", xs, []series{
 			{"load to ACTIVE (s)", func(i int) float64 { return k[i].LoadS }},
 			{"decode-only (s)", func(i int) float64 { return k[i].DecodeS }},
 			{"peak RSS loading (MB)", func(i int) float64 { return k[i].LoadPeakMB }},
@@ -50,7 +50,7 @@ func (res *Results) Plot(dir, title string) ([]string, error) {
 		}
 		d := res.DBs
 		path := filepath.Join(dir, "dbs.png")
-		err := drawGrowth(path, title+": dbs in one cluster", "dbs (8 partitions each)", xs, []series{
+		err := drawGrowth(path, "spangle: dbs in one cluster"+sub(note), "dbs (8 partitions each)", xs, []series{
 			{"start to every db served (s)", func(i int) float64 { return d[i].ActiveS }},
 			{"znodes", func(i int) float64 { return float64(d[i].ZK.Znodes) }},
 			{"watches", func(i int) float64 { return float64(d[i].ZK.Watches) }},
@@ -76,7 +76,7 @@ func drawGrowth(path, title, xlabel string, xs []float64, ss []series) error {
 	p.X.Label.Text = xlabel + " (log)"
 	p.Y.Label.Text = "relative to the smallest size (log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker, p.Y.Tick.Marker = countTicks{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	// Fixed ranges with a margin: gonum's own would be empty for a single
@@ -127,4 +127,27 @@ func drawGrowth(path, title, xlabel string, xs []float64, ss []series) error {
 		return fmt.Errorf("scale: plot: %w", err)
 	}
 	return nil
+}
+
+// sub is the note under a plot's title, if any.
+func sub(note string) string {
+	if note == "" {
+		return ""
+	}
+	return "\n" + note
+}
+
+// countTicks are log ticks labelled as counts are in the tables (1M,
+// 100k, 500) rather than as 1e+06.
+type countTicks struct{}
+
+// Ticks returns plot.LogTicks' ticks with their labels rewritten.
+func (countTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.LogTicks{Prec: -1}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = count(int(ticks[i].Value + 0.5))
+		}
+	}
+	return ticks
 }

@@ -100,11 +100,7 @@ func run(ctx context.Context, args []string) error {
 	if err := os.WriteFile(filepath.Join(*out, "table.md"), table.Bytes(), 0o644); err != nil {
 		return err
 	}
-	title := "spangle"
-	if *note != "" {
-		title = "spangle (" + *note + ")"
-	}
-	plots, err := res.Plot(*out, title)
+	plots, err := res.Plot(*out, *note)
 	if err != nil {
 		return err
 	}
