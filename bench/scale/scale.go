@@ -188,8 +188,8 @@ func (r *run) dir(name string) (string, error) {
 	return d, nil
 }
 
-// start runs a binary on a free loopback port; args are completed with
-// the address by addrArgs.
+// start runs a process on a free loopback port; argv builds its command
+// line from that address.
 func (r *run) start(name string, argv func(addr string) []string) (*proc.Process, error) {
 	addr, err := proc.FreeAddr()
 	if err != nil {
