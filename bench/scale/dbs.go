@@ -18,6 +18,7 @@ import (
 
 	"spangle/bench/dataset"
 	"spangle/bench/proc"
+	"spangle/bench/suite"
 	"spangle/shared/topo"
 	"spangle/shared/zktest"
 )
@@ -35,6 +36,8 @@ const (
 	// window is how long the idle and the change measurements of
 	// ZooKeeper's traffic each last, at least.
 	window = 5 * time.Second
+	// heapMetric is the Go collector's live heap figure.
+	heapMetric = "go_memstats_heap_alloc_bytes"
 )
 
 // DBsPoint is one size of the dbs dimension: DBs dbs of 8 partitions on
@@ -69,6 +72,14 @@ type DBsPoint struct {
 	RouterdMB     float64 `json:"routerd_mb"`
 	RouterdPeakMB float64 `json:"routerd_peak_mb"`
 	StoragedMB    float64 `json:"storaged_mb"`
+	// RouterdHeapMB and StoragedHeapMB (the largest) are the Go heap's
+	// allocated bytes (go_memstats_heap_alloc_bytes): what of the RSS is
+	// live objects rather than the collector's headroom or caches.
+	RouterdHeapMB  float64 `json:"routerd_heap_mb"`
+	StoragedHeapMB float64 `json:"storaged_heap_mb"`
+	// StoragedFDs is the largest storaged's open files
+	// (process_open_fds): tables and sockets, a limit to meet.
+	StoragedFDs int `json:"storaged_fds"`
 	// RenderMs is the median over three loads of routerd's status page
 	// in headless Chromium, from navigation to the node table visible;
 	// LoadEventMs the browser's own navigation-to-load-end; PageKB the
@@ -271,9 +282,18 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 	if mem, err := c.routerd.Memory(); err == nil {
 		p.RouterdMB, p.RouterdPeakMB = proc.MB(mem.Current), proc.MB(mem.Peak)
 	}
+	if heap, err := suite.Scrape(ctx, "http://"+c.routerd.Addr+"/metrics", heapMetric); err == nil {
+		p.RouterdHeapMB = heap / (1 << 20)
+	}
 	for _, st := range c.storaged {
 		if mem, err := st.Memory(); err == nil {
 			p.StoragedMB = max(p.StoragedMB, proc.MB(mem.Current))
+		}
+		if heap, err := suite.Scrape(ctx, "http://"+st.Addr+"/metrics", heapMetric); err == nil {
+			p.StoragedHeapMB = max(p.StoragedHeapMB, heap/(1<<20))
+		}
+		if fds, err := suite.Scrape(ctx, "http://"+st.Addr+"/metrics", "process_open_fds"); err == nil {
+			p.StoragedFDs = max(p.StoragedFDs, int(fds))
 		}
 	}
 	if err := r.render(ctx, "http://"+c.routerd.Addr+"/", &p); err != nil {

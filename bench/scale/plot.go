@@ -59,6 +59,8 @@ func (res *Results) Plot(dir, note string) ([]string, error) {
 			{"new version to routerd (s)", func(i int) float64 { return d[i].NewVersionS }},
 			{"complete in ZooKeeper to routerd (ms)", func(i int) float64 { return d[i].CompleteToRouterdMs }},
 			{"routerd RSS (MB)", func(i int) float64 { return d[i].RouterdMB }},
+			{"routerd Go heap (MB)", func(i int) float64 { return d[i].RouterdHeapMB }},
+			{"storaged open files (largest)", func(i int) float64 { return float64(d[i].StoragedFDs) }},
 			{"status page render (ms)", func(i int) float64 { return d[i].RenderMs }},
 		})
 		if err != nil {
@@ -104,8 +106,11 @@ func drawGrowth(path, title, xlabel string, xs []float64, ss []series) error {
 		if err != nil {
 			return fmt.Errorf("scale: plot: %w", err)
 		}
+		// Colours and shapes repeat after 7 series; a dash pattern then
+		// tells the lines apart.
 		l.Color, sc.Color = plotutil.Color(i), plotutil.Color(i)
 		sc.Shape = plotutil.Shape(i)
+		l.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
 		p.Add(l, sc)
 		p.Legend.Add(s.name, l, sc)
 	}

@@ -66,8 +66,8 @@ func (res *Results) Markdown(w io.Writer) error {
 	}
 	if len(res.DBs) > 0 {
 		b.WriteString("### Dbs in one cluster (3 storaged, replication 2, one ZooKeeper, routerd)\n\n")
-		b.WriteString("| dbs | partitions | start to all served s | to all replicated s | znodes | watches | ZK data KB | ZK KB in/out since start, per storaged | routerd | idle ZK packets/s | one db's new version: ZK packets, all (net of idle) | its ZK bytes per storaged (net) | to routerd, all (net) | watches after | new version to routerd s | complete in ZK to routerd ms | routerd RSS MB | storaged RSS MB (max) | status page KB | render ms |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| dbs | partitions | start to all served s | to all replicated s | znodes | watches | ZK data KB | ZK KB in/out since start, per storaged | routerd | idle ZK packets/s | one db's new version: ZK packets, all (net of idle) | its ZK bytes per storaged (net) | to routerd, all (net) | watches after | new version to routerd s | complete in ZK to routerd ms | routerd RSS (heap) MB | storaged RSS (heap) MB, max | storaged open files, max | status page KB | render ms |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range res.DBs {
 			var start, change []string
 			for _, n := range p.storagedNames() {
@@ -80,12 +80,13 @@ func (res *Results) Markdown(w io.Writer) error {
 			if p.Idle.Seconds > 0 {
 				idle = float64(p.Idle.ZK.PacketsIn+p.Idle.ZK.PacketsOut) / p.Idle.Seconds
 			}
-			fmt.Fprintf(&b, "| %d | %d | %.1f | %.1f | %d | %d | %.0f | %s | %.0f/%.0f | %.1f | %d (%.0f) | %s | %d (%.0f) | %d | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+			fmt.Fprintf(&b, "| %d | %d | %.1f | %.1f | %d | %d | %.0f | %s | %.0f/%.0f | %.1f | %d (%.0f) | %s | %d (%.0f) | %d | %.2f | %.0f | %.0f (%.0f) | %.0f (%.0f) | %d | %.0f | %.0f |\n",
 				p.DBs, p.Partitions, p.ActiveS, p.SettledS, p.ZK.Znodes, p.ZK.Watches, float64(p.ZK.DataBytes)/1024,
 				strings.Join(start, ", "), float64(rd.BytesIn)/1024, float64(rd.BytesOut)/1024, idle,
 				p.Change.ZK.PacketsIn+p.Change.ZK.PacketsOut, p.changePackets(), strings.Join(change, ", "),
 				p.Change.Clients["routerd"].BytesIn+p.Change.Clients["routerd"].BytesOut, p.changeBytes("routerd"), p.ZK.Watches+p.Idle.ZK.Watches+p.Change.ZK.Watches,
-				p.NewVersionS, p.CompleteToRouterdMs, p.RouterdMB, p.StoragedMB, p.PageKB, p.RenderMs)
+				p.NewVersionS, p.CompleteToRouterdMs, p.RouterdMB, p.RouterdHeapMB, p.StoragedMB, p.StoragedHeapMB, p.StoragedFDs,
+				p.PageKB, p.RenderMs)
 		}
 		b.WriteString("\n")
 	}
