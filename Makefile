@@ -5,7 +5,7 @@ PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 9m
 BENCH_QUICK ?=
 
-.PHONY: all build run test deps lint bench e2e clean fuzz
+.PHONY: all build run test deps lint bench bench-scale e2e clean fuzz
 
 all: build
 
@@ -35,6 +35,15 @@ fuzz:
 
 bench: build
 	$(GO) run ./bench/cmd/spanglebench $(if $(BENCH_QUICK),-quick -out bench/out/results-quick.json,-out bench/results.json)
+
+# How cost grows (issue 21): keys per node and dbs per cluster, with plots.
+# Not run by CI. The full run writes about 13 GB; pick sizes with
+# SCALE_KEYS and SCALE_DBS (see bench/README.md).
+SCALE_KEYS ?= 1M,10M,100M
+SCALE_DBS  ?= 10,100,500
+SCALE_OUT  ?= bench/results-scale
+bench-scale: build
+	$(GO) run ./bench/cmd/spanglescale -keys '$(SCALE_KEYS)' -dbs '$(SCALE_DBS)' -out $(SCALE_OUT) $(SCALE_FLAGS)
 
 e2e: build
 	$(GO) test -tags e2e -count=1 -timeout 14m -v ./e2e

@@ -26,6 +26,11 @@ const KeyDigits = 10
 
 // Options describes a dataset. Zero values select the defaults noted.
 type Options struct {
+	// DB is the db the dataset is written as; default DB. A cluster of
+	// many dbs is many datasets under one root.
+	DB string
+	// Version is the version's name; default Version.
+	Version string
 	// Keys is the record count; default 1,000,000.
 	Keys int
 	// Files is the data file (and partition) count; default 8.
@@ -39,6 +44,12 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if o.DB == "" {
+		o.DB = DB
+	}
+	if o.Version == "" {
+		o.Version = Version
+	}
 	if o.Keys <= 0 {
 		o.Keys = 1_000_000
 	}
@@ -55,7 +66,7 @@ func (o *Options) defaults() {
 
 // Dataset is a written source root.
 type Dataset struct {
-	// Root is the source root: Root/DB/Version/part-NNNNN.
+	// Root is the source root: Root/<Options.DB>/<Options.Version>/part-NNNNN.
 	Root    string
 	Options Options
 	// Files are the data files' paths.
@@ -105,7 +116,7 @@ func Value(i, n int) []byte {
 // Files are written in parallel, one goroutine each.
 func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 	o.defaults()
-	dir := filepath.Join(root, DB, Version)
+	dir := filepath.Join(root, o.DB, o.Version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}

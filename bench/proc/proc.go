@@ -96,7 +96,9 @@ func (p *Process) WaitFor(ctx context.Context, url string, interval, timeout tim
 		req.Header.Set("Accept", "application/json")
 		resp, err := client.Do(req)
 		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			// Bounded, but above any status page: a cluster of 500 dbs
+			// answers some hundreds of KB.
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 			resp.Body.Close()
 			ok, err := check(resp.StatusCode, body)
 			if err != nil {

@@ -2,8 +2,6 @@ package suite
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +15,6 @@ import (
 	"spangle/bench/proc"
 	"spangle/bench/report"
 	"spangle/bench/stats"
-	"spangle/shared/wire"
 )
 
 // Targets of issue 2 for loading 1M records.
@@ -33,35 +30,10 @@ const (
 	rssTargetMB       = 300.0 // MB, while loading and while serving 10M keys
 )
 
-// errVersionFailed is returned when storaged puts the version in ERROR.
-var errVersionFailed = errors.New("suite: version failed to load")
-
-// activeAt polls storaged's status of the dataset's db until its version
-// is ACTIVE and returns when storaged made it so, by storaged's own clock
-// (the version's "activated" time): what is timed is the server's work,
-// not the poll's interval nor the CPU each poll takes from the load on a
-// machine of two cores. ERROR fails the wait.
+// activeAt waits until storaged serves the dataset's version and returns
+// when storaged made it ACTIVE (see proc.ActiveAt).
 func activeAt(ctx context.Context, p *proc.Process) (time.Time, error) {
-	var at time.Time
-	_, err := p.WaitFor(ctx, "http://"+p.Addr+"/"+dataset.DB, 25*time.Millisecond, 15*time.Minute,
-		func(status int, body []byte) (bool, error) {
-			var st wire.NodeStatus
-			if status != 200 || json.Unmarshal(body, &st) != nil {
-				return false, nil // not up yet, or the db not seen yet
-			}
-			v, ok := st.DBs[dataset.DB].Versions[dataset.Version]
-			switch {
-			case !ok:
-				return false, nil
-			case v.State == wire.StateError:
-				return false, fmt.Errorf("%w: %s", errVersionFailed, v.Reason)
-			case v.State != wire.StateActive || v.Activated.IsZero():
-				return false, nil
-			}
-			at = v.Activated
-			return true, nil
-		})
-	return at, err
+	return p.ActiveAt(ctx, dataset.DB, dataset.Version, 15*time.Minute)
 }
 
 // loadSection measures storaged loading ds two ways against decoding every

@@ -117,8 +117,8 @@ func (b *bench) routerdSection(ctx context.Context, st, triv *proc.Process, keys
 	}
 	b.throughputRows(fmt.Sprintf("%s (%d hot keys)", metricC, hotKeys), "trivial net/http", fa, fp, cacheRatioTarget, routerdP99Target)
 	// Say how many answers really came from the cache.
-	hits, herr := scrape(ctx, "http://"+rc.Addr+"/metrics", "spangle_routerd_cache_hits_total")
-	misses, merr := scrape(ctx, "http://"+rc.Addr+"/metrics", "spangle_routerd_cache_misses_total")
+	hits, herr := Scrape(ctx, "http://"+rc.Addr+"/metrics", "spangle_routerd_cache_hits_total")
+	misses, merr := Scrape(ctx, "http://"+rc.Addr+"/metrics", "spangle_routerd_cache_misses_total")
 	if herr == nil && merr == nil {
 		row := &b.rep.Rows[len(b.rep.Rows)-3]
 		row.Note += fmt.Sprintf("; routerd cache: %.0f hits, %.0f misses", hits, misses)
@@ -228,9 +228,9 @@ func (b *bench) startRouterd(ctx context.Context, name string, st *proc.Process,
 
 func status200(status int, _ []byte) (bool, error) { return status == 200, nil }
 
-// scrape reads one unlabelled counter or gauge from a Prometheus text
+// Scrape reads one unlabelled counter or gauge from a Prometheus text
 // page.
-func scrape(ctx context.Context, url, name string) (float64, error) {
+func Scrape(ctx context.Context, url, name string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, fmt.Errorf("suite: %w", err)

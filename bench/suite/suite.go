@@ -150,7 +150,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if o.Quick {
 		mode = "quick"
 	}
-	b.rep = &report.Report{Started: time.Now(), Mode: mode, Machine: machine()}
+	b.rep = &report.Report{Started: time.Now(), Mode: mode, Machine: Machine()}
 	comp := "block-compressed " + codecName(o.Codec)
 	if o.Uncompressed {
 		comp = "uncompressed"
@@ -193,7 +193,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		b.bigSection(ctx)
 	}
 	b.rep.Duration = time.Since(start)
-	b.rep.Setup = append(b.rep.Setup, "load average at the end: "+loadAvg())
+	b.rep.Setup = append(b.rep.Setup, "load average at the end: "+LoadAvg())
 	if err := ctx.Err(); err != nil {
 		return b.rep, fmt.Errorf("suite: %w", err)
 	}
@@ -246,8 +246,8 @@ func (b *bench) storeDir() string {
 	return filepath.Join(b.tmp, fmt.Sprintf("store-%d", b.seq))
 }
 
-// machine describes the machine, since figures only compare within a run.
-func machine() string {
+// Machine describes the machine, since figures only compare within a run.
+func Machine() string {
 	model := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -257,7 +257,7 @@ func machine() string {
 			}
 		}
 	}
-	load := loadAvg()
+	load := LoadAvg()
 	return fmt.Sprintf("%d CPUs (%s), shared with other work (load average at start %s); %s %s/%s; load generator and servers on the same CPUs",
 		runtime.NumCPU(), model, load, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
@@ -290,9 +290,9 @@ func (b *bench) startStoraged(ctx context.Context, name, root, store string) (*p
 	return p, at.Sub(p.Started), nil
 }
 
-// loadAvg is the 1, 5 and 15 minute load averages: how busy the shared
+// LoadAvg is the 1, 5 and 15 minute load averages: how busy the shared
 // machine was.
-func loadAvg() string {
+func LoadAvg() string {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) >= 3 {
 			return strings.Join(f[:3], " ")

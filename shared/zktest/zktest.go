@@ -37,7 +37,7 @@ const readyTimeout = 60 * time.Second
 // Server is one standalone ZooKeeper server process. Its methods are safe
 // for concurrent use.
 type Server struct {
-	t       testing.TB
+	t       testing.TB // nil for a server from Run
 	dir     string
 	logPath string
 	port    int
@@ -53,34 +53,53 @@ type Server struct {
 // and prints the end of the server's log if the test failed.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Fatalf("%s: java not found: %v", installMsg, err)
-	}
-	if _, err := os.Stat(zkJar); err != nil {
-		t.Fatalf("%s: %v", installMsg, err)
-	}
 	s := &Server{t: t, dir: t.TempDir()}
-	s.logPath = filepath.Join(s.dir, "zookeeper.log")
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
 			s.printLog()
 		}
 	})
+	if err := s.launch(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return s
+}
+
+// Run starts a server outside a test, for benchmarks that measure a
+// cluster as a whole: its data, config and log go in dir, which must
+// exist. The caller stops it with Stop. Restart is for servers from
+// Start only.
+func Run(dir string) (*Server, error) {
+	s := &Server{dir: dir}
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch checks that ZooKeeper is installed and starts it on a free port.
+func (s *Server) launch() error {
+	if _, err := exec.LookPath("java"); err != nil {
+		return fmt.Errorf("%s: java not found: %w", installMsg, err)
+	}
+	if _, err := os.Stat(zkJar); err != nil {
+		return fmt.Errorf("%s: %w", installMsg, err)
+	}
+	s.logPath = filepath.Join(s.dir, "zookeeper.log")
 	// Another process may take the free port before java binds it; try a
 	// few ports before giving up.
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if s.port, err = freePort(); err != nil {
-			t.Fatalf("zktest: %v", err)
+			return fmt.Errorf("zktest: %w", err)
 		}
 		if err = s.start(); err == nil {
-			return s
+			return nil
 		}
 		s.Stop()
 	}
-	t.Fatalf("zktest: %v", err)
-	return nil
+	return err
 }
 
 // Addr is the server's host:port.
@@ -130,7 +149,10 @@ func (s *Server) FourLetter(cmd string) (string, error) {
 }
 
 func (s *Server) start() error {
-	cfg := s.writeConfig()
+	cfg, err := s.writeConfig()
+	if err != nil {
+		return err
+	}
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("zktest: %w", err)
@@ -191,7 +213,7 @@ func (s *Server) start() error {
 }
 
 // writeConfig writes the server's config and returns its path.
-func (s *Server) writeConfig() string {
+func (s *Server) writeConfig() (string, error) {
 	data := filepath.Join(s.dir, "data")
 	cfg := strings.Join([]string{
 		"tickTime=" + strconv.Itoa(int(TickTime/time.Millisecond)),
@@ -209,9 +231,9 @@ func (s *Server) writeConfig() string {
 	}, "\n")
 	path := filepath.Join(s.dir, "zoo.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		s.t.Fatalf("zktest: %v", err)
+		return "", fmt.Errorf("zktest: %w", err)
 	}
-	return path
+	return path, nil
 }
 
 func (s *Server) logTail(n int) string {

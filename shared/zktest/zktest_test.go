@@ -57,3 +57,22 @@ func TestProxyCut(t *testing.T) {
 		t.Fatalf("after Heal: %q, %v", got, err)
 	}
 }
+
+// TestRun starts a server outside the test's cleanup, as the scale
+// benchmark does, and checks that it serves mntr and stops.
+func TestRun(t *testing.T) {
+	s, err := zktest.Run(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	out, err := s.FourLetter("mntr")
+	if err != nil || !strings.Contains(out, "zk_znode_count") {
+		t.Fatalf("mntr = %q, %v", out, err)
+	}
+	t.Logf("mntr:\n%s", out)
+	s.Stop()
+	if _, err := s.FourLetter("srvr"); err == nil {
+		t.Fatal("srvr answered after Stop")
+	}
+}
