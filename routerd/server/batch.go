@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -190,7 +189,7 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 		}
 		resp, err := s.proxy.Do(ctx, req)
 		if err != nil {
-			fail(idx, failOutcome(err))
+			fail(idx, failOutcome(err, pinned))
 			return
 		}
 		a, err := wire.DecodeBatchAnswer(resp.Body)
@@ -227,32 +226,20 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 	}
 }
 
-// failOutcome is the per-key form of a proxy error (see proxyError).
-func failOutcome(err error) outcome {
-	var shed *proxy.ShedError
-	switch {
-	case errors.As(err, &shed):
-		return outcome{reason: wire.FailReason(wire.StatusUnavailable, "every replica is shedding load"), retryAfter: shed.RetryAfter}
-	case errors.Is(err, proxy.ErrTimeout):
-		return outcome{reason: wire.FailReason(http.StatusGatewayTimeout, "all tried replicas timed out")}
-	case errors.Is(err, proxy.ErrGone):
-		return outcome{reason: wire.FailReason(wire.StatusVersionGone, "no replica holds this version")}
-	case errors.Is(err, context.Canceled):
-		return outcome{reason: "499 the client left"}
-	case errors.Is(err, context.DeadlineExceeded):
-		return outcome{reason: wire.FailReason(http.StatusGatewayTimeout, "the batch ran out of time")}
-	default:
-		return outcome{reason: wire.FailReason(http.StatusBadGateway, "no replica reachable")}
-	}
+// failOutcome is the per-key form of a proxy error (see proxyStatus).
+func failOutcome(err error, pinned bool) outcome {
+	code, msg, retryAfter := proxyStatus(err, pinned)
+	return outcome{reason: wire.FailReason(code, msg), retryAfter: retryAfter}
 }
 
 // writeBatch writes the answer. When every key failed because replicas
 // shed load, the batch is 503 with Retry-After, so a client backs off
 // as for a single GET; when every key failed because no replica holds
-// the version, it is 410, as a pinned GET.
+// the pinned version, it is 410, as a pinned GET; when every replica
+// said the db is gone, 404 without a version, as a GET.
 func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Version, keys []batchKey, outs []outcome) int {
 	a := wire.NewBatchAnswer(version, len(keys))
-	shed, gone, retryAfter := 0, 0, ""
+	shed, gone, noDB, retryAfter := 0, 0, 0, ""
 	var addrs []string
 	for i, k := range keys {
 		o := &outs[i]
@@ -272,8 +259,11 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		switch {
 		case o.reason != "":
 			s.bm.failed.Inc()
-			if wire.FailStatus(o.reason) == wire.StatusVersionGone {
+			switch wire.FailStatus(o.reason) {
+			case wire.StatusVersionGone:
 				gone++
+			case http.StatusNotFound:
+				noDB++
 			}
 			if o.retryAfter != "" {
 				shed++
@@ -292,6 +282,9 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		return httpError(w, wire.StatusUnavailable, "every replica is shedding load")
 	case gone > 0 && gone == len(keys):
 		return httpError(w, wire.StatusVersionGone, "no replica holds this version")
+	case noDB > 0 && noDB == len(keys):
+		delete(h, wire.HeaderVersion)
+		return httpError(w, http.StatusNotFound, "no such db")
 	}
 	body, err := a.Encode()
 	if err != nil {

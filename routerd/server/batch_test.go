@@ -179,6 +179,12 @@ func TestBatchPinnedAndErrors(t *testing.T) {
 	if rec, _ := postBatch(t, s, "/db", "x\ny\n", wire.HeaderVersion, "v1"); rec.Code != 410 {
 		t.Fatalf("every replica without the version: %d, want 410", rec.Code)
 	}
+	// The same unpinned: every replica says the db is gone, so the batch
+	// is 404 without a version, never 410, as a GET that pinned nothing.
+	if rec, _ := postBatch(t, s, "/db", "x\ny\n"); rec.Code != 404 || rec.Header().Get(wire.HeaderVersion) != "" {
+		t.Fatalf("unpinned, every replica without the db: %d version %q, want 404 and none",
+			rec.Code, rec.Header().Get(wire.HeaderVersion))
+	}
 	// One replica down: failover answers every key.
 	f.status["a:1"], f.status["b:1"] = 502, 0
 	if _, a := postBatch(t, s, "/db", "x\ny\nz\n"); a == nil || len(a.Found) != 3 {

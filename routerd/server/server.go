@@ -265,33 +265,45 @@ func registered(m *topo.Map, replicas []string) []string {
 	return replicas
 }
 
-// proxyError answers a lookup of version that failed with err. A 410 is
-// for a client that pinned the version; routerd's own choice, when no
-// replica holds it any more, is its error (502), or, when every replica
-// says the db is gone, the db's absence (404, without a version, as for
-// any db that does not exist).
+// proxyError answers a lookup of version that failed with err, as
+// proxyStatus says.
 func (s *Server) proxyError(w http.ResponseWriter, err error, version string, pinned bool) int {
 	h := w.Header()
 	if pinned || !errors.Is(err, proxy.ErrNoDB) {
 		h[wire.HeaderVersion] = []string{version}
 	}
+	code, msg, retryAfter := proxyStatus(err, pinned)
+	if code == 499 {
+		return code // the client left; nobody reads what we write
+	}
+	if retryAfter != "" {
+		h.Set("Retry-After", retryAfter)
+	}
+	return httpError(w, code, msg)
+}
+
+// proxyStatus maps a failed lookup to its status, for a single GET and
+// for each key of a batch alike. A 410 is for a client that pinned the
+// version; routerd's own choice, when no replica holds it any more, is
+// its error (502), or, when every replica says the db is gone, the db's
+// absence (404, as for any db that does not exist).
+func proxyStatus(err error, pinned bool) (code int, msg, retryAfter string) {
 	var shed *proxy.ShedError
 	switch {
 	case errors.As(err, &shed):
-		h.Set("Retry-After", shed.RetryAfter)
-		return httpError(w, wire.StatusUnavailable, "every replica is shedding load")
-	case errors.Is(err, proxy.ErrTimeout):
-		return httpError(w, wire.StatusTimeout, "all tried replicas timed out")
+		return wire.StatusUnavailable, "every replica is shedding load", shed.RetryAfter
+	case errors.Is(err, proxy.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return wire.StatusTimeout, "all tried replicas timed out", ""
 	case pinned && (errors.Is(err, proxy.ErrGone) || errors.Is(err, proxy.ErrNoDB)):
-		return httpError(w, wire.StatusVersionGone, "no replica holds this version")
+		return wire.StatusVersionGone, "no replica holds this version", ""
 	case errors.Is(err, proxy.ErrNoDB):
-		return httpError(w, http.StatusNotFound, "no such db")
+		return http.StatusNotFound, "no such db", ""
 	case errors.Is(err, proxy.ErrGone):
-		return httpError(w, wire.StatusNoReplica, "no replica holds the served version")
+		return wire.StatusNoReplica, "no replica holds the served version", ""
 	case errors.Is(err, context.Canceled):
-		return 499 // the client left; nobody reads what we write
+		return 499, "the client left", ""
 	default:
-		return httpError(w, wire.StatusNoReplica, "no replica reachable")
+		return wire.StatusNoReplica, "no replica reachable", ""
 	}
 }
 
