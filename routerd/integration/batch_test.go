@@ -278,10 +278,10 @@ func TestBatchFrozenReplica(t *testing.T) {
 		t.Fatalf("a batch took %v with proxy_timeout %v", worst, proxyTimeout)
 	}
 	// The frozen replica was asked: hedges or timeouts show it.
-	if h := rd.metric(t, "routerd_hedges_started_total"); h == 0 && timedOut == 0 {
+	if h := rd.metric(t, "spangle_routerd_hedges_started_total"); h == 0 && timedOut == 0 {
 		t.Fatal("no hedge and no timeout: the frozen replica was never asked, the test proved nothing")
 	}
 	t.Logf("%d batches of 50 keys with a replica frozen, %d keys timed out; worst %v (proxy_timeout %v); hedges %v; breaker transitions %v",
 		batches, int(rd.metric(t, `spangle_routerd_batch_key_outcomes_total{outcome="failed"}`)), worst, proxyTimeout,
-		rd.metric(t, "routerd_hedges_started_total"), rd.metric(t, "routerd_breaker_transitions_total"))
+		rd.metric(t, "spangle_routerd_hedges_started_total"), rd.metric(t, "spangle_routerd_breaker_transitions_total"))
 }
