@@ -86,6 +86,8 @@ func writeBody(w http.ResponseWriter, r *http.Request, code int, ctype string, b
 type pageDB struct {
 	Name     string
 	Current  string
+	Pin      string
+	PinError string
 	Versions []pageVersion
 }
 
@@ -102,7 +104,7 @@ type page struct {
 func pageData(st wire.NodeStatus) page {
 	p := page{Status: st}
 	for name, d := range st.DBs {
-		pd := pageDB{Name: name, Current: d.Current}
+		pd := pageDB{Name: name, Current: d.Current, Pin: d.Pin, PinError: d.PinError}
 		for vname, v := range d.Versions {
 			pd.Versions = append(pd.Versions, pageVersion{Name: vname, VersionStatus: v})
 		}
@@ -127,6 +129,8 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 {{range .DBs}}
 <h2>{{.Name}}</h2>
 <p>Active version: {{if .Current}}<b>{{.Current}}</b>{{else}}none{{end}}</p>
+{{if .Pin}}<p>Pinned by _PIN to <b>{{.Pin}}</b>: newer versions are not served until the marker is deleted.</p>{{end}}
+{{if .PinError}}<p><b>_PIN not followed:</b> {{.PinError}}</p>{{end}}
 <table><tr><th>version</th><th>state</th><th>partitions held</th><th>created</th><th>loaded in</th><th>active since</th><th>reason</th></tr>
 {{range .Versions}}<tr><td>{{.Name}}</td><td class="{{.State}}">{{.State}}</td><td>{{len .Partitions}} of {{.NumPartitions}} {{.Partitions}}</td><td>{{if not .Created.IsZero}}{{.Created.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{if .LoadSeconds}}{{printf "%.2f s" .LoadSeconds}}{{end}}</td><td>{{if not .Activated.IsZero}}{{.Activated.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
