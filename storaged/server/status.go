@@ -138,13 +138,15 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 {{with .Status.Cluster}}<h2>Cluster</h2>
 <p>{{len .Nodes}} live nodes: {{range $addr, $n := .Nodes}}{{$addr}} (shard {{$n.ShardID}}) {{end}}</p>
 {{range $db, $vs := .DBs}}{{range $name, $v := $vs}}<p>{{$db}}/{{$name}}: {{$v.NumPartitions}} partitions; replicas {{range $p, $r := $v.Replicas}}[{{$p}}: {{range $r}}{{.}} {{end}}] {{end}}</p>
-{{end}}{{end}}{{end}}
+{{end}}{{end}}{{range $db, $p := .Pins}}<p>{{$db}}: {{if $p.Version}}pinned to <b>{{$p.Version}}</b>{{else}}unpinned{{end}} (pin generation {{$p.Generation}})</p>
+{{end}}{{end}}
 {{with .Status.Coordination}}<h2>Coordination</h2>
 <p>Leader: {{if .Leader}}<b>{{.Leader}}</b>{{if .Leading}} (this node){{end}}{{else}}none{{end}}; ring version {{.RingVersion}} ({{.Nodes}} nodes); {{.Epoch}} decisions{{if .DecidedBy}}, the last by {{.DecidedBy}} at {{.LastDecision.Format "2006-01-02 15:04:05 MST"}}{{end}}.
 Strategy {{.Strategy}}, quorum {{.Quorum}}, re-replication after {{.RereplicateAfter}}.</p>
 {{if .InProgress}}<table><tr><th>assignment in progress</th><th>copies to fetch</th></tr>
 {{range .InProgress}}<tr><td>{{.DB}}/{{.Version}}</td><td>{{.Pending}}</td></tr>
-{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{end}}
+{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{range $db, $e := .PinErrors}}<p><b>{{$db}}/_PIN not published:</b> {{$e}}</p>
+{{end}}{{end}}
 <p><a href="/healthz">healthz</a> · <a href="/metrics">metrics</a></p>
 </body></html>
 `))
