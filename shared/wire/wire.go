@@ -131,8 +131,8 @@ type DBStatus struct {
 	Pin string `json:"pin,omitempty"`
 	// PinGeneration orders pins and unpins: each one in force gets a
 	// greater generation (cluster mode: the leader's; standalone: the
-	// node's own count since it started). routerd's static discovery
-	// reads it to order steps back.
+	// time of the step in nanoseconds). routerd's static discovery takes
+	// the pin of the greatest generation over the nodes.
 	PinGeneration uint64 `json:"pin_generation,omitempty"`
 	// PinError says why the marker is not followed (malformed, names a
 	// version the source does not hold, or that failed to load); what is

@@ -16,7 +16,8 @@ type pinState struct {
 	// db; "" when unpinned.
 	version string
 	// generation grows with every change of version: the cluster's
-	// generation with Hooks.Pin, else this manager's own count.
+	// generation with Hooks.Pin, else the time of the change in
+	// nanoseconds (never less than one above the previous).
 	generation uint64
 	// err says why the marker (or the cluster's pin) is not followed;
 	// the pin in force stays meanwhile.
@@ -65,7 +66,11 @@ func (m *Manager) pinFor(ctx context.Context, db string, versions []string) []st
 			if m.opts.Hooks.Pin != nil {
 				ps.generation = want.Generation
 			} else {
-				ps.generation++
+				// Standalone, the clock orders the steps, so that a
+				// restart (or another node) never reuses a generation a
+				// router has seen: routerd's static discovery takes the
+				// greatest over the nodes as the latest step.
+				ps.generation = max(ps.generation+1, uint64(m.opts.Now().UnixNano()))
 			}
 		}
 	}

@@ -43,7 +43,8 @@ func TestStandalonePin(t *testing.T) {
 		t.Fatalf("pinned: got %q from %s, %v; want v1's value", val, name, err)
 	}
 	st := h.m.Status("db")["db"]
-	if st.Pin != "v1" || st.PinGeneration != 1 || st.PinError != "" || st.Current != "v1" {
+	gen := st.PinGeneration
+	if st.Pin != "v1" || gen == 0 || st.PinError != "" || st.Current != "v1" {
 		t.Fatalf("pinned status: %+v", st)
 	}
 	// A newer version does not move a pinned db, and the pinned version
@@ -81,7 +82,7 @@ func TestStandalonePin(t *testing.T) {
 	h.m.Refresh()
 	h.waitState("db", "v3", wire.StateActive)
 	st = h.m.Status("db")["db"]
-	if st.Pin != "" || st.PinGeneration != 2 || st.PinError != "" {
+	if st.Pin != "" || st.PinGeneration <= gen || st.PinError != "" {
 		t.Fatalf("unpinned status: %+v", st)
 	}
 	if _, ok := h.m.Health()["db"][source.PinFile]; ok {
