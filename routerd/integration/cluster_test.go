@@ -44,13 +44,13 @@ func startStoraged(t testing.TB, source string, extra ...string) *storaged {
 // startClusterStoraged runs storaged in cluster mode against ZooKeeper at
 // zkAddr, advertising its loopback address; it does not wait, since a
 // cluster node is healthy only once a version is ACTIVE.
-func startClusterStoraged(t testing.TB, zkAddr, cluster, source string) *storaged {
+func startClusterStoraged(t testing.TB, zkAddr, cluster, source string, extra ...string) *storaged {
 	t.Helper()
 	addr := proctest.FreeAddr(t)
-	s := &storaged{addr: addr, Process: proctest.Start(t, storagedBin,
-		"--source", source, "--local-store", t.TempDir(), "--bind", addr,
+	args := append([]string{"--source", source, "--local-store", t.TempDir(), "--bind", addr,
 		"--zk", zkAddr, "--cluster", cluster, "--advertise", addr,
-		"--time-to-converge", "1s", "--zk-session-timeout", clusterSessionTimeout.String())}
+		"--time-to-converge", "1s", "--zk-session-timeout", clusterSessionTimeout.String()}, extra...)
+	s := &storaged{addr: addr, Process: proctest.Start(t, storagedBin, args...)}
 	return s
 }
 
