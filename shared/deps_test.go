@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"xds":      {"xds", "shared"},
 	"storaged": {"storaged", "shared"},
 	"routerd":  {"routerd", "shared", "xds"},
+	"spangle":  {"spangle", "shared"},
 }
 
 // httpOnly lists, for each daemon's HTTP package, what it must not depend
