@@ -32,6 +32,9 @@ func TestPinnedAnswers(t *testing.T) {
 	if p := st.DBs["db"].Pin; p == nil || p.Pinned != "v1" || p.Generation != 4 || st.DBs["db"].Served != "v1" || w.Header().Get(wire.HeaderPin) != "v1" {
 		t.Fatalf("pinned status: %s %v", w.Body.String(), w.Header())
 	}
+	if v2 := st.DBs["db"].Versions["v2"]; v2.State != wire.StateBuilding || !strings.Contains(v2.Reason, "pinned to v1") {
+		t.Fatalf("v2 under the pin: %+v", v2)
+	}
 	if body := do(s, "GET", "/").Body.String(); !strings.Contains(body, "Pinned to <b>v1</b>") {
 		t.Fatalf("the page does not show the pin: %s", body)
 	}
