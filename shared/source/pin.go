@@ -53,8 +53,9 @@ func truncate(s string, n int) string {
 }
 
 // readPin is the shared half of every Source's Pin: it reads the marker
-// through open (nil, fs.ErrNotExist-wrapping errors or ErrNotFound when
-// there is none) and parses it.
+// through open and parses it. An error wrapping fs.ErrNotExist or
+// ErrNotFound, from open or from reading, means there is no marker. An
+// object store's Pin is readPin over a GET of <prefix>/<db>/_PIN.
 func readPin(ctx context.Context, db string, open func(ctx context.Context) (io.ReadCloser, error)) (string, error) {
 	if !ValidName(db) {
 		return "", fmt.Errorf("%w: bad db name %q", ErrNotFound, db)
@@ -68,7 +69,12 @@ func readPin(ctx context.Context, db string, open func(ctx context.Context) (io.
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, MaxPinSize+1))
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrNotFound):
+		// A store whose reader sends the request on the first Read
+		// learns only then that there is no marker.
+		return "", nil
+	case err != nil:
 		return "", fmt.Errorf("source: reading %s/%s: %w", db, PinFile, err)
 	}
 	v, err := ParsePin(data)
