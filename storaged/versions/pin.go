@@ -86,17 +86,6 @@ func (m *Manager) pinFor(ctx context.Context, db string, versions []string) []st
 	return []string{ps.version}
 }
 
-// Pinned returns db's pin in force and its generation ("" and the last
-// generation when unpinned).
-func (m *Manager) Pinned(db string) (version string, generation uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if d := m.dbs[db]; d != nil {
-		return d.pin.version, d.pin.generation
-	}
-	return "", 0
-}
-
 // pinStatusLocked returns what the status page says of db's pin: the
 // version in force, its generation, and why the marker is not followed
 // or the pinned version does not serve.
