@@ -35,7 +35,7 @@ func (c *Controller) pinsChanged(m *topo.Map) bool {
 	return true
 }
 
-// mayActivate says whether version of db may become active now: while a
+// mayActivateLocked says whether version of db may become active now: while a
 // pin is published only the pinned version may (even one older than the
 // last activated: the sanctioned step back); otherwise only versions not
 // older than the last one activated.
