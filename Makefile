@@ -10,7 +10,7 @@ BENCH_QUICK ?=
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./storaged ./routerd
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./storaged ./routerd ./spangle
 
 # The embedded default: standalone storaged + routerd on testdata/sample.
 run: build

@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"storaged": {"storaged", "shared"},
 	"routerd":  {"routerd", "shared", "xds"},
 	"client":   {"client", "shared"},
+	"spangle":  {"spangle", "shared"},
 }
 
 // httpOnly lists, for each daemon's HTTP package, what it must not depend

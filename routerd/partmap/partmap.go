@@ -29,6 +29,7 @@ type State struct {
 	// Map is the partition map the choice was made from.
 	Map    *topo.Map
 	served map[string]string
+	pins   map[string]PinState // dbs with a pin published, an unpin included
 }
 
 // Served returns the version served for db, or "" when db has no
@@ -46,7 +47,9 @@ func (s *State) ServedAll() map[string]string {
 
 // Table holds the served version of every db. It is safe for concurrent
 // use. Its served versions only ever move forward, so a request started
-// after an answer from version N of a db is answered from N or newer.
+// after an answer from version N of a db is answered from N or newer,
+// with one exception: a published pin of a greater generation (see
+// pin.go), the one sanctioned step back.
 type Table struct {
 	w    topo.Watcher
 	opts Options
@@ -54,7 +57,8 @@ type Table struct {
 	cur atomic.Pointer[State] // the newest State built; swapped under mu
 
 	mu    sync.Mutex        // serializes rebuilds
-	floor map[string]string // guarded by mu; the newest version ever served per db, kept while a db is gone
+	floor map[string]string // guarded by mu; the oldest version unpinned requests may get per db, kept while a db is gone (see pin.go)
+	steps map[string]step   // guarded by mu; the last pin step taken per db
 }
 
 // New returns a Table following w.
@@ -65,7 +69,7 @@ func New(w topo.Watcher, opts Options) *Table {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	t := &Table{w: w, opts: opts, floor: map[string]string{}}
+	t := &Table{w: w, opts: opts, floor: map[string]string{}, steps: map[string]step{}}
 	return t
 }
 
@@ -102,11 +106,11 @@ func (t *Table) advance(m *topo.Map) *State {
 	s := &State{Map: m, served: make(map[string]string, len(m.DBs))}
 	for db := range m.DBs {
 		prev := t.floor[db]
-		if v := m.NewestComplete(db, t.opts.MinReplication); v > prev {
+		if v := t.nextLocked(m, db, s); v != prev {
 			t.floor[db] = v
 			t.opts.Logger.Info("partmap: serving new version",
 				zap.String("db", db), zap.String("from", prev), zap.String("to", v),
-				zap.Uint64("map_revision", m.Revision))
+				zap.Uint64("map_revision", m.Revision), zap.String("pin", s.pins[db].Pinned))
 			if t.opts.OnSwitch != nil {
 				t.opts.OnSwitch(db, prev, v)
 			}

@@ -61,7 +61,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		}),
 		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spangle_routerd_version_switches_total",
-			Help: "Times a db started serving a newer version.",
+			Help: "Times a db started serving another version: a newer one, or the one a pin names.",
 		}, []string{"db"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches} {

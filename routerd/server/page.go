@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"spangle/routerd/partmap"
 )
 
 // page is what the status page template renders, already sorted.
@@ -20,6 +22,7 @@ type page struct {
 type pageDB struct {
 	Name     string
 	Served   string
+	Pin      *partmap.PinState
 	Versions []pageVersion
 }
 
@@ -56,7 +59,7 @@ func pageData(st Status, db string) page {
 	sort.Strings(names)
 	for _, n := range names {
 		d := st.DBs[n]
-		pd := pageDB{Name: n, Served: d.Served}
+		pd := pageDB{Name: n, Served: d.Served, Pin: d.Pin}
 		vnames := make([]string, 0, len(d.Versions))
 		for v := range d.Versions {
 			vnames = append(vnames, v)
@@ -91,7 +94,8 @@ th{background:#f3f3f3}
 <h2>Databases</h2>
 {{range $db := .DBs}}<section class="db" id="db-{{.Name}}">
 <h3>{{.Name}} — serving {{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</h3>
-{{range .Versions}}<h4>version {{.Name}}: <span class="{{.State}}">{{.State}}</span>{{if .Reason}} ({{.Reason}}){{end}}{{if not .Complete}} (incomplete){{end}}, built {{.Created}}</h4>
+{{with .Pin}}<p class="pin">{{if .Pinned}}Pinned to <b>{{.Pinned}}</b> by _PIN: newer versions wait for the unpin{{else}}Unpinned{{end}} (pin generation {{.Generation}}).{{with .Pending}} Pin to {{.Version}} (generation {{.Generation}}) waits for the version to be complete; the served version is frozen meanwhile.{{end}}</p>
+{{end}}{{range .Versions}}<h4>version {{.Name}}: <span class="{{.State}}">{{.State}}</span>{{if .Reason}} ({{.Reason}}){{end}}{{if not .Complete}} (incomplete){{end}}, built {{.Created}}</h4>
 <table class="partitions" data-db="{{$db.Name}}" data-version="{{.Name}}">
 <thead><tr><th>partition</th><th>replicas</th></tr></thead><tbody>
 {{range .Partitions}}<tr{{if .Missing}} class="missing"{{end}}><td>{{.Index}}</td><td>{{if .Missing}}none{{else}}{{.Replicas}}{{end}}</td></tr>

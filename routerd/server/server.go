@@ -104,6 +104,9 @@ func New(opts Options) (*Server, error) {
 		Logger:         opts.Logger,
 		OnSwitch:       func(db, _, _ string) { s.metrics.switches.WithLabelValues(db).Inc() },
 	})
+	if err := opts.Registry.Register(newPinCollector(s.table)); err != nil {
+		return nil, fmt.Errorf("server: registering metrics: %w", err)
+	}
 	hopts := opts.Health
 	hopts.Logger = opts.Logger
 	hopts.OnTransition = s.metrics.breakerChanged
@@ -198,6 +201,9 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) i
 		}
 	}
 	h := w.Header()
+	if p := st.Pin(t.DB); p != "" {
+		h[wire.HeaderPin] = []string{p}
+	}
 	v := versions[version]
 	if v == nil {
 		// The served version left the map, and an older one is never

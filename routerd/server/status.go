@@ -29,6 +29,11 @@ type Status struct {
 type DBStatus struct {
 	Served   string                   `json:"served_version"`
 	Versions map[string]VersionStatus `json:"versions"`
+	// Pin is the db's pin as routerd follows it (see partmap): the
+	// version it holds the db at, the generation of the last step, and a
+	// newer pin waiting for its version to be complete. Absent when no
+	// pin was ever published.
+	Pin *partmap.PinState `json:"pin,omitempty"`
 }
 
 // VersionStatus is one version and where its partitions live.
@@ -65,6 +70,9 @@ func (s *Server) Status(db string) Status {
 			continue
 		}
 		ds := DBStatus{Served: st.Served(name), Versions: map[string]VersionStatus{}}
+		if p := st.PinOf(name); p.Generation > 0 || p.Pending != nil {
+			ds.Pin = &p
+		}
 		for vname, v := range m.DBs[name] {
 			reps := make([][]string, len(v.Replicas))
 			for p, r := range v.Replicas {
@@ -116,6 +124,9 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, db string) 
 		if v := st.DBs[db].Served; v != "" {
 			w.Header().Set(wire.HeaderVersion, v)
 		}
+		if p := st.DBs[db].Pin; p != nil && p.Pinned != "" {
+			w.Header().Set(wire.HeaderPin, p.Pinned)
+		}
 	}
 	if wantsJSON(r) {
 		writeJSON(w, r, http.StatusOK, st)
@@ -160,6 +171,9 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 // partitions left without one, it stays ACTIVE with a reason.
 func versionHealth(st *partmap.State, db, name string, v *topo.Version) wire.Health {
 	h := wire.Health{State: st.VersionState(db, name)}
+	if p := st.Pin(db); p != "" && h.State == wire.StateBuilding && name > p {
+		h.Reason = "held back: the db is pinned to " + p
+	}
 	if h.State != wire.StateActive {
 		return h
 	}

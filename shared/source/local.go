@@ -164,3 +164,25 @@ func joinRel(dir, name string) string {
 	}
 	return dir + "/" + name
 }
+
+func (l *local) Pin(ctx context.Context, db string) (string, error) {
+	return readPin(ctx, db, func(ctx context.Context) (io.ReadCloser, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := l.root.Open(db + "/" + PinFile)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			f.Close()
+			return nil, fmt.Errorf("%w: not a regular file (%v)", ErrBadPin, fi.Mode().Type())
+		}
+		return f, nil
+	})
+}

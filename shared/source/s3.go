@@ -237,6 +237,14 @@ func (r *s3root) Succeeded(ctx context.Context, db, version string) (bool, error
 	return r.exists(ctx, r.prefix+db+"/"+version+"/"+SuccessFile)
 }
 
+// Pin reads <prefix>/<db>/_PIN with one GET; a missing object is no
+// marker.
+func (r *s3root) Pin(ctx context.Context, db string) (string, error) {
+	return readPin(ctx, db, func(ctx context.Context) (io.ReadCloser, error) {
+		return r.openObject(ctx, r.prefix+db+"/"+PinFile)
+	})
+}
+
 // exists reports whether the object key is there.
 func (r *s3root) exists(ctx context.Context, key string) (bool, error) {
 	r.metrics.lists.Inc()

@@ -55,6 +55,15 @@ type Source interface {
 	// finished, so its files will not change (an object store answers it
 	// with one HEAD of the marker).
 	Succeeded(ctx context.Context, db, version string) (bool, error)
+	// Pin returns the version the db's marker (<root>/<db>/_PIN, see
+	// PinFile) names, or "" when there is no marker. A marker that is not
+	// one valid version name fails with an error wrapping ErrBadPin; any
+	// other error means the marker could not be read (the caller keeps
+	// what it had). An object store answers it with one GET of
+	// <prefix>/<db>/_PIN (a 404 is ""), parsed by ParsePin, reading at
+	// most MaxPinSize+1 bytes. The pinned version need not exist: the
+	// caller checks it against Versions.
+	Pin(ctx context.Context, db string) (string, error)
 	// Open opens one data file of a version for reading.
 	Open(ctx context.Context, db, version, name string) (io.ReadCloser, error)
 	// String names the root for logs.

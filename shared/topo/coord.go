@@ -144,6 +144,14 @@ type Coordination interface {
 	// when they never existed. Errors: ErrBadName, ErrUnavailable,
 	// ErrClosed.
 	PruneVersion(ctx context.Context, db, version string) (bool, error)
+	// SetPin publishes db's pin as the persistent pins/<db>, for every
+	// node and router to follow (they see it in Map().Pins), only while
+	// token (Leadership.Token) leads and p.Generation is greater than the
+	// generation stored: generations only grow, so a stale leader's or a
+	// repeated write never takes a step back. Otherwise it writes nothing
+	// and returns ErrFenced. Errors: ErrBadName (a bad db, or a version
+	// that is neither "" nor a valid name), ErrUnavailable, ErrClosed.
+	SetPin(ctx context.Context, token, db string, p Pin) error
 }
 
 // Election is the parent of the election entries, one ephemeral

@@ -15,6 +15,10 @@ type Map struct {
 	Nodes map[string]Node `json:"nodes"`
 	// DBs holds, per db, its versions by name.
 	DBs map[string]map[string]*Version `json:"dbs"`
+	// Pins holds the pins the leader published (pins/<db>), an unpin
+	// included (Version ""), so that its generation stays known. nil when
+	// none was ever published.
+	Pins map[string]Pin `json:"pins,omitempty"`
 }
 
 // Version is where one version's partitions live.

@@ -40,6 +40,18 @@ type VersionInfo struct {
 	Created       time.Time `json:"created"`
 }
 
+// Pin is a db's pin as the cluster decided it: the leader publishes it
+// as the persistent pins/<db>, and every node and router follows it.
+// Version "" means unpinned (the newest complete version is served).
+// Generation orders pins and unpins: each change the leader publishes has
+// a greater one than the last, including an unpin, so a follower that
+// sees a greater generation knows a step was taken, even back to a
+// version it served before.
+type Pin struct {
+	Version    string `json:"version"`
+	Generation uint64 `json:"generation"`
+}
+
 // Watcher is the read-only view of the cluster that routers need.
 type Watcher interface {
 	// Map returns the latest known cluster map, from memory. It never

@@ -27,6 +27,10 @@ type CoordinationStatus struct {
 	Strategy         string `json:"strategy"`
 	Quorum           string `json:"quorum"`
 	RereplicateAfter string `json:"rereplicate_after"`
+	// PinErrors (on the leader) says, per db, why its _PIN marker is not
+	// published: malformed, unreadable, or naming a version the source
+	// does not hold. The pins in force are in the cluster map's pins.
+	PinErrors map[string]string `json:"pin_errors,omitempty"`
 }
 
 // AssignmentProgress is one assignment in progress.

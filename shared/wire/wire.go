@@ -20,6 +20,11 @@ const (
 	// HeaderPartition carries a key's partition, computed by Envoy's Lua
 	// filter, so that Envoy routes can match it.
 	HeaderPartition = "X-Spangle-Partition"
+	// HeaderPin is set on an answer from a db that a _PIN marker holds
+	// at a version (a rollback or a freeze), naming that version, so a
+	// client can tell a sanctioned step back from a bug. X-Sequins-Version
+	// still names the version that answered.
+	HeaderPin = "X-Spangle-Pin"
 )
 
 // Version states, as sequins' /healthz names them.
@@ -138,6 +143,18 @@ type DBStatus struct {
 	// Current is the version served to clients who pin none; "" if none.
 	Current  string                   `json:"current_version"`
 	Versions map[string]VersionStatus `json:"versions"`
+	// Pin is the version a _PIN marker holds the db at; "" when none is
+	// in force.
+	Pin string `json:"pin,omitempty"`
+	// PinGeneration orders pins and unpins: each one in force gets a
+	// greater generation (cluster mode: the leader's; standalone: the
+	// time of the step in nanoseconds). routerd's static discovery takes
+	// the pin of the greatest generation over the nodes.
+	PinGeneration uint64 `json:"pin_generation,omitempty"`
+	// PinError says why the marker is not followed (malformed, names a
+	// version the source does not hold, or that failed to load); what is
+	// served stays as it was.
+	PinError string `json:"pin_error,omitempty"`
 }
 
 // VersionStatus is one version of a db on a node.

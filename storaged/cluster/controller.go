@@ -93,11 +93,12 @@ type Controller struct {
 	log  *zap.Logger
 
 	mu         sync.Mutex
-	converged  bool              // guarded by mu
-	changed    chan struct{}     // guarded by mu; closed when converged changes
-	tracked    map[vkey]*tracked // guarded by mu
-	lastActive map[string]string // guarded by mu; newest version activated per db
-	runCtx     context.Context   // guarded by mu; Run's context once running
+	converged  bool                // guarded by mu
+	changed    chan struct{}       // guarded by mu; closed when converged changes
+	tracked    map[vkey]*tracked   // guarded by mu
+	lastActive map[string]string   // guarded by mu; newest version activated per db
+	lastPins   map[string]topo.Pin // guarded by mu; the pins Run last saw
+	runCtx     context.Context     // guarded by mu; Run's context once running
 }
 
 // New returns a Controller; Run starts it.
@@ -147,6 +148,7 @@ func (c *Controller) Hooks() versions.Hooks {
 		PartitionReady: c.partitionReady,
 		BeforeRemove:   c.beforeRemove,
 		DBRemoved:      c.dbRemoved,
+		Pin:            c.pin,
 	}
 }
 
@@ -222,6 +224,9 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 		_, self := m.Nodes[c.opts.Node.Addr]
 		c.setConverged(up && self && now.Sub(lastChange) >= c.opts.TimeToConverge)
 		if up {
+			if r, ok := act.(Refresher); ok && c.pinsChanged(m) {
+				r.Refresh() // the manager follows the new pin at once
+			}
 			c.activate(m, act)
 		}
 	}
@@ -264,9 +269,13 @@ func (c *Controller) activate(m *topo.Map, act Activator) {
 		if t.activated {
 			continue
 		}
-		if last := c.lastActive[k.db]; last != "" && k.version < last {
+		ok, stale := c.mayActivateLocked(m, k.db, k.version)
+		if stale {
 			delete(c.tracked, k) // superseded before it was ever complete
 			continue
+		}
+		if !ok {
+			continue // not the pinned version: it waits for the unpin
 		}
 		if m.Version(k.db, k.version).Complete(c.opts.MinReplication) {
 			todo = append(todo, cand{k, t})
@@ -280,7 +289,9 @@ func (c *Controller) activate(m *topo.Map, act Activator) {
 		switch {
 		case err == nil:
 			cd.t.activated = true
-			if cd.k.version > c.lastActive[cd.k.db] {
+			if cd.k.version > c.lastActive[cd.k.db] || m.PinOf(cd.k.db).Version == cd.k.version {
+				// A pinned version counts as the last activated: after
+				// the unpin, only newer ones are.
 				c.lastActive[cd.k.db] = cd.k.version
 			}
 		case errors.Is(err, versions.ErrVersionNotHeld):

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/placement"
+	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/shared/wait"
 )
@@ -67,6 +68,9 @@ type Options struct {
 	// PartitionState returns this node's state of a partition for ELECT
 	// answers; default from the map: PUBLISHED or NOTFOUND.
 	PartitionState func(db, version string, partition int) string
+	// Source is the source root, whose _PIN markers the leader reads
+	// every round and publishes as pins/<db>; nil publishes none.
+	Source source.Source
 	// Log defaults to no logging.
 	Log *zap.Logger
 	// Now defaults to time.Now.

@@ -115,10 +115,10 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 	if v == nil || v.NumPartitions != len(a.Replicas) {
 		return
 	}
-	// Only the served version's assignment is followed, as the leader
-	// only writes those: an older version's is stale once a newer one is
+	// Only the served version's assignment (the pinned one while it is
+	// complete) is followed, as the leader only writes those: an older version's is stale once a newer one is
 	// complete, and the node may have deleted that version already.
-	if m.NewestComplete(a.DB, 1) != a.Version {
+	if servedVersion(m, a.DB, 1) != a.Version {
 		return
 	}
 	pub := Published(m, v)

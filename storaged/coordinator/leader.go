@@ -61,6 +61,10 @@ func (c *Coordinator) round(ctx context.Context, l topo.Leadership, st *leaderSt
 		return err
 	}
 	m := c.opts.Conn.Map()
+	if err := c.publishPins(ctx, l, m); err != nil {
+		// Not the round's business either: tried again next round.
+		c.log.Info("publishing pins failed; trying again each round", zap.Error(err))
+	}
 	now := c.opts.Now()
 	live := ring.ShardIDs()
 	for _, id := range live {
@@ -124,7 +128,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 	r := c.opts.Replication
 	var out []change
 	for _, db := range m.DBNames() {
-		ver := m.NewestComplete(db, 1)
+		ver := servedVersion(m, db, 1)
 		if ver == "" {
 			continue
 		}

@@ -18,7 +18,7 @@ import (
 // older versions an assignment names that the map does not hold (their
 // entry already gone, or never given its info). The newest complete
 // version and anything newer are never among them, so neither is a
-// db's newest version.
+// db's newest version, nor a db's pinned version.
 func superseded(m *topo.Map, as []topo.Assignment, minReplication int) []vkey {
 	served := map[string]string{} // db -> its newest complete version
 	var out []vkey
@@ -29,13 +29,15 @@ func superseded(m *topo.Map, as []topo.Assignment, minReplication int) []vkey {
 		}
 		served[db] = newest
 		for _, name := range m.VersionNames(db) {
-			if name < newest && unserved(m.Version(db, name)) {
+			// A pinned version is never pruned, however long unserved:
+			// nodes load it again while the pin is in force.
+			if name < newest && name != m.PinOf(db).Version && unserved(m.Version(db, name)) {
 				out = append(out, vkey{db, name})
 			}
 		}
 	}
 	for _, a := range as {
-		if newest := served[a.DB]; newest != "" && a.Version < newest && m.Version(a.DB, a.Version) == nil {
+		if newest := served[a.DB]; newest != "" && a.Version < newest && a.Version != m.PinOf(a.DB).Version && m.Version(a.DB, a.Version) == nil {
 			out = append(out, vkey{a.DB, a.Version})
 		}
 	}

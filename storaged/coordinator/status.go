@@ -25,6 +25,9 @@ type Status struct {
 	Quorum           Quorum     `json:"quorum"`
 	RereplicateAfter string     `json:"rereplicate_after"`
 	Updated          time.Time  `json:"updated"`
+	// Pins is, on the leader, what it read of each db's _PIN marker and
+	// published.
+	Pins map[string]PinStatus `json:"pins,omitempty"`
 }
 
 // Progress is an assignment in progress.
@@ -171,6 +174,14 @@ func (c *Coordinator) WireStatus() *wire.CoordinationStatus {
 	}
 	for _, p := range s.InProgress {
 		w.InProgress = append(w.InProgress, wire.AssignmentProgress{DB: p.DB, Version: p.Version, Pending: p.Pending})
+	}
+	for db, p := range s.Pins {
+		if p.Error != "" {
+			if w.PinErrors == nil {
+				w.PinErrors = map[string]string{}
+			}
+			w.PinErrors[db] = p.Error
+		}
 	}
 	return w
 }

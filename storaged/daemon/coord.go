@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/placement"
+	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/storaged/config"
 	"spangle/storaged/coordinator"
@@ -19,7 +20,7 @@ import (
 
 // newCoordinator makes the node's coordinator when conn offers leader
 // election and fenced decisions (ZooKeeper and memtopo do); nil else.
-func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, log *zap.Logger) (*coordinator.Coordinator, topo.Coordination, error) {
+func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src source.Source, log *zap.Logger) (*coordinator.Coordinator, topo.Coordination, error) {
 	co, ok := conn.(topo.Coordination)
 	if !ok {
 		log.Info("the coordination service offers no leader election; no re-replication")
@@ -37,7 +38,7 @@ func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, log *zap.
 	c, err := coordinator.New(coordinator.Options{
 		Conn: conn, Coord: co, Self: node, Strategy: st, Replication: s.Replication,
 		RereplicateAfter: offIfZero(s.RereplicateAfter), MinReplication: s.MinReplication,
-		PruneAfter: offIfZero(s.PruneAfter), Quorum: q, Log: log.Named("coordinator"),
+		PruneAfter: offIfZero(s.PruneAfter), Quorum: q, Source: src, Log: log.Named("coordinator"),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)

@@ -113,7 +113,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			}
 		}
 		s := cfg.Sharding
-		if coord, co, err = newCoordinator(cfg, conn, node, log); err != nil {
+		if coord, co, err = newCoordinator(cfg, conn, node, src, log); err != nil {
 			return nil, err
 		}
 		copts := cluster.Options{
@@ -161,6 +161,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if ctl != nil {
 		vopts.Hooks = ctl.Hooks()
 		sopts.Cluster = ctl.Map
+		if coord == nil {
+			// Nobody publishes pins: each node follows its own reading
+			// of the marker.
+			vopts.Hooks.Pin = nil
+		}
 	}
 	if coord != nil {
 		sopts.Coordination = coord.WireStatus

@@ -97,6 +97,8 @@ func writeBody(w http.ResponseWriter, r *http.Request, code int, ctype string, b
 type pageDB struct {
 	Name     string
 	Current  string
+	Pin      string
+	PinError string
 	Versions []pageVersion
 }
 
@@ -113,7 +115,7 @@ type page struct {
 func pageData(st wire.NodeStatus) page {
 	p := page{Status: st}
 	for name, d := range st.DBs {
-		pd := pageDB{Name: name, Current: d.Current}
+		pd := pageDB{Name: name, Current: d.Current, Pin: d.Pin, PinError: d.PinError}
 		for vname, v := range d.Versions {
 			pd.Versions = append(pd.Versions, pageVersion{Name: vname, VersionStatus: v})
 		}
@@ -139,6 +141,8 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 {{range .DBs}}
 <h2>{{.Name}}</h2>
 <p>Active version: {{if .Current}}<b>{{.Current}}</b>{{else}}none{{end}}</p>
+{{if .Pin}}<p>Pinned by _PIN to <b>{{.Pin}}</b>: newer versions are not served until the marker is deleted.</p>{{end}}
+{{if .PinError}}<p><b>_PIN not followed:</b> {{.PinError}}</p>{{end}}
 <table><tr><th>version</th><th>state</th><th>partitions held</th><th>created</th><th>loaded in</th><th>active since</th><th>reason</th></tr>
 {{range .Versions}}<tr><td>{{.Name}}</td><td class="{{.State}}">{{.State}}</td><td>{{len .Partitions}} of {{.NumPartitions}} {{.Partitions}}</td><td>{{if not .Created.IsZero}}{{.Created.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{if .LoadSeconds}}{{printf "%.2f s" .LoadSeconds}}{{end}}</td><td>{{if not .Activated.IsZero}}{{.Activated.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
@@ -146,13 +150,15 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 {{with .Status.Cluster}}<h2>Cluster</h2>
 <p>{{len .Nodes}} live nodes: {{range $addr, $n := .Nodes}}{{$addr}} (shard {{$n.ShardID}}) {{end}}</p>
 {{range $db, $vs := .DBs}}{{range $name, $v := $vs}}<p>{{$db}}/{{$name}}: {{$v.NumPartitions}} partitions; replicas {{range $p, $r := $v.Replicas}}[{{$p}}: {{range $r}}{{.}} {{end}}] {{end}}</p>
-{{end}}{{end}}{{end}}
+{{end}}{{end}}{{range $db, $p := .Pins}}<p>{{$db}}: {{if $p.Version}}pinned to <b>{{$p.Version}}</b>{{else}}unpinned{{end}} (pin generation {{$p.Generation}})</p>
+{{end}}{{end}}
 {{with .Status.Coordination}}<h2>Coordination</h2>
 <p>Leader: {{if .Leader}}<b>{{.Leader}}</b>{{if .Leading}} (this node){{end}}{{else}}none{{end}}; ring version {{.RingVersion}} ({{.Nodes}} nodes); {{.Epoch}} decisions{{if .DecidedBy}}, the last by {{.DecidedBy}} at {{.LastDecision.Format "2006-01-02 15:04:05 MST"}}{{end}}.
 Strategy {{.Strategy}}, quorum {{.Quorum}}, re-replication after {{.RereplicateAfter}}.</p>
 {{if .InProgress}}<table><tr><th>assignment in progress</th><th>copies to fetch</th></tr>
 {{range .InProgress}}<tr><td>{{.DB}}/{{.Version}}</td><td>{{.Pending}}</td></tr>
-{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{end}}
+{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{range $db, $e := .PinErrors}}<p><b>{{$db}}/_PIN not published:</b> {{$e}}</p>
+{{end}}{{end}}
 <p><a href="/healthz">healthz</a> · <a href="/metrics">metrics</a></p>
 </body></html>
 `))

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/shared/topo"
 	"spangle/storaged/loader"
 	"spangle/storaged/store"
 	"spangle/storaged/table"
@@ -55,6 +56,12 @@ type Hooks struct {
 	// version). It reports whether the cluster is done with the db; false
 	// or an error calls it again at the next scan. See dbremoved.go.
 	DBRemoved func(ctx context.Context, db string) (bool, error)
+	// Pin returns the db's pin the cluster decided (the leader publishes
+	// it from the _PIN marker), followed in place of this node's own
+	// reading of the marker so that every node agrees. ok false: the
+	// cluster's pin is not known now, and the pin in force stays. nil:
+	// standalone, the marker is read at every scan.
+	Pin func(db string) (p topo.Pin, ok bool)
 }
 
 // Options configures a Manager. Zero values select the defaults noted.
@@ -98,6 +105,7 @@ type dbState struct {
 	watch    map[string]*watched // versions whose files are not settled yet
 	current  string
 	gone     bool // removed from the source
+	pin      pinState
 }
 
 // Manager owns the versions of every db. It is safe for concurrent use.
@@ -219,7 +227,7 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.log.Error("listing versions failed", zap.String("db", db), zap.Error(err))
 			continue
 		}
-		p, ok := m.planDB(ctx, db, versions)
+		p, ok := m.planDB(ctx, db, versions, m.pinFor(ctx, db, versions))
 		if !ok {
 			continue
 		}
@@ -252,7 +260,7 @@ func (m *Manager) considerLocked(db string, p plan) {
 	d.gone = false
 	// A failed version is forgotten once no scan would reach it: gone
 	// from the source, below the versions planned, or older than the
-	// active one.
+	// active one; a pinned one stays to show why the pin does not serve.
 	lowest := ""
 	if p.fallback != nil {
 		lowest = p.fallback.name
@@ -260,7 +268,7 @@ func (m *Manager) considerLocked(db string, p plan) {
 		lowest = p.target.name
 	}
 	for name, o := range d.versions {
-		if o.phase == failed && (!p.listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
+		if o.phase == failed && name != d.pin.version && (!p.listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
 			m.forgetLocked(db, d, o)
 		}
 	}

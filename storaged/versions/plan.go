@@ -38,13 +38,15 @@ type watched struct {
 // and the fallback. A version is passed over while it has no data files,
 // while its files are still changing (see settled), and once it failed
 // with the files it still has; a version whose files cannot all be read
-// fails here. ok is false when the source could not be listed: then
-// nothing changes for the db.
-func (m *Manager) planDB(ctx context.Context, db string, versions []string) (p plan, ok bool) {
+// fails here. Only the versions in walk are candidates (all of them, or
+// the pinned one: see pinFor). ok is false when the source could not be
+// listed: then nothing changes for the db.
+func (m *Manager) planDB(ctx context.Context, db string, versions, walk []string) (p plan, ok bool) {
 	p.listed = make(map[string]bool, len(versions))
 	for _, v := range versions {
 		p.listed[v] = true
 	}
+	versions = walk
 	now := m.opts.Now()
 	seen := map[string]bool{}
 	defer m.pruneWatched(db, seen)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"spangle/shared/source"
 	"spangle/shared/wire"
 )
 
@@ -41,6 +42,11 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			}
 			vs[name] = h
 		}
+		if _, _, why := m.pinStatusLocked(d); why != "" {
+			// A marker not followed is an error of the db, shown under
+			// the marker's name, which no version can have.
+			vs[source.PinFile] = wire.Health{State: wire.StateError, Reason: why}
+		}
 		out[db] = vs
 	}
 	return out
@@ -57,6 +63,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 			continue
 		}
 		ds := wire.DBStatus{Current: d.current, Versions: map[string]wire.VersionStatus{}}
+		ds.Pin, ds.PinGeneration, ds.PinError = m.pinStatusLocked(d)
 		if cur := d.versions[d.current]; cur == nil || cur.phase != active {
 			ds.Current = ""
 		}
@@ -105,6 +112,8 @@ type metrics struct {
 	records     prometheus.Counter
 	states      *prometheus.GaugeVec
 	reloads     prometheus.Counter
+	pinned      prometheus.Gauge
+	pinErrors   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -130,9 +139,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "spangle_storaged_version_reloads_total",
 			Help: "Versions loaded again because their source files changed after they were loaded.",
 		}),
+		pinned: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "spangle_storaged_pinned_dbs",
+			Help: "Dbs held at a version by a _PIN marker (a rollback or a freeze).",
+		}),
+		pinErrors: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "spangle_storaged_pin_errors",
+			Help: "Dbs whose _PIN marker is not followed: malformed, naming a version not in the source, or one that failed to load.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads)
+		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.pinned, m.pinErrors)
 	}
 	return m
 }

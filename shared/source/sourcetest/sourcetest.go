@@ -32,6 +32,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("FolderMarkers", func(t *testing.T) { testFolderMarkers(t, b) })
 	t.Run("ManyVersionsAndFiles", func(t *testing.T) { testMany(t, b) })
 	t.Run("StreamsLargeFile", func(t *testing.T) { testLarge(t, b) })
+	t.Run("Pin", func(t *testing.T) { testPin(t, b) })
 }
 
 // Write writes body to dir/rel, making the directories on the way.
@@ -279,5 +280,29 @@ func testLarge(t *testing.T, b Backend) {
 	got, err := ReadAll(ctx, src, "db", "v1", "part-00000")
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("read %d bytes (%v), want the %d written", len(got), err, len(body))
+	}
+}
+
+// testPin: a db's _PIN marker names a version; no marker is "", and a
+// malformed one is ErrBadPin, never a version.
+func testPin(t *testing.T, b Backend) {
+	ctx := context.Background()
+	src := open(t, b, map[string]string{
+		"a/v1/part-00000": "a",
+		"a/_PIN":          "v1\n",
+		"b/v1/part-00000": "b",
+		"c/v1/part-00000": "c",
+		"c/_PIN":          "v1\nv2\n",
+	}, source.Options{})
+	for db, want := range map[string]string{"a": "v1", "b": ""} {
+		if got, err := src.Pin(ctx, db); err != nil || got != want {
+			t.Errorf("Pin(%s) = %q, %v; want %q", db, got, err, want)
+		}
+	}
+	if got, err := src.Pin(ctx, "c"); !errors.Is(err, source.ErrBadPin) {
+		t.Errorf("Pin(c) with two lines = %q, %v; want ErrBadPin", got, err)
+	}
+	if dbs, err := src.DBs(ctx); err != nil || len(dbs) != 3 {
+		t.Errorf("DBs with markers = %v, %v; want the three dbs, no marker among them", dbs, err)
 	}
 }

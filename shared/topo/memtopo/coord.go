@@ -23,6 +23,7 @@ type coordState struct {
 	assignments map[vkey]topo.Assignment
 	ringSig     string // the node names Ring last saw
 	ringVersion int64  // bumped whenever ringSig changes
+	pins        map[string]topo.Pin
 }
 
 // electionEntry is an ephemeral sequential election entry.

@@ -263,5 +263,10 @@ func (s *Server) buildLocked() *topo.Map {
 			}
 		}
 	}
+	if s.coord != nil {
+		for db, p := range s.coord.pins {
+			b.AddPin(db, p)
+		}
+	}
 	return b.Build(0)
 }

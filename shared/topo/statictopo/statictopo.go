@@ -169,6 +169,7 @@ func (w *Watcher) Poll(ctx context.Context) {
 		return // a cancelled poll says nothing about the nodes
 	}
 	var b topo.Builder
+	pins := map[string]topo.Pin{}
 	for i, n := range w.nodes {
 		if errs[i] == nil {
 			if w.misses[n.addr] >= w.opts.Misses {
@@ -188,10 +189,14 @@ func (w *Watcher) Poll(ctx context.Context) {
 		}
 		if st := w.last[n.addr]; st != nil {
 			add(&b, n.addr, st, w.misses[n.addr] < w.opts.Misses)
+			latestPins(pins, st)
 		}
 	}
+	for db, p := range pins {
+		b.AddPin(db, p)
+	}
 	next := b.Build(0)
-	if cur := w.Map(); cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) {
+	if cur := w.Map(); cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) && reflect.DeepEqual(cur.Pins, next.Pins) {
 		return
 	}
 	w.Publish(next)
@@ -221,6 +226,19 @@ func add(b *topo.Builder, addr string, st *wire.NodeStatus, live bool) {
 					b.AddReplica(db, v, p, addr)
 				}
 			}
+		}
+	}
+}
+
+// latestPins keeps, per db, the pin of the greatest generation a node
+// reports: the latest step of the _PIN marker any node has taken.
+func latestPins(pins map[string]topo.Pin, st *wire.NodeStatus) {
+	for db, ds := range st.DBs {
+		if !topo.ValidName(db) || ds.PinGeneration == 0 || (ds.Pin != "" && !topo.ValidName(ds.Pin)) {
+			continue
+		}
+		if ds.PinGeneration > pins[db].Generation {
+			pins[db] = topo.Pin{Version: ds.Pin, Generation: ds.PinGeneration}
 		}
 	}
 }

@@ -21,6 +21,7 @@ func RunCoordination(t *testing.T, b Backend) {
 	t.Run("CommitFencedByEpoch", func(t *testing.T) { testCommitEpoch(t, b) })
 	t.Run("CommitFencedByRing", func(t *testing.T) { testCommitRing(t, b) })
 	t.Run("TwoWouldBeLeaders", func(t *testing.T) { testTwoLeaders(t, b) })
+	t.Run("Pins", func(t *testing.T) { testPins(t, b) })
 	runPrune(t, b)
 }
 

@@ -1,7 +1,8 @@
 // Package zktopo is the ZooKeeper topo backend (github.com/go-zookeeper/zk)
 // with the znode layout of docs/design.md: ephemeral
 // nodes/<shard_id>@<addr>, persistent partitions/<db>/<version> holding the
-// JSON VersionInfo, and ephemeral partitions/<db>/<version>/<partition>@<addr>.
+// JSON VersionInfo, ephemeral partitions/<db>/<version>/<partition>@<addr>,
+// and persistent pins/<db> holding the leader's JSON topo.Pin.
 //
 // As in the sequins design it does only two kinds of operation: it
 // publishes ephemeral znodes (creating persistent parents as needed), and
@@ -13,9 +14,11 @@
 //
 // Watches held by one session: one on nodes/, one on partitions/, one per
 // db and one per version (children watches; a data watch only on a
-// version whose info is not written yet). Nothing is watched per
-// partition or per replica, so 10 dbs of 64 partitions with one version
-// each cost 22 watches (32 while each db keeps two versions), and a node
+// version whose info is not written yet), one on pins/ (an exists-watch
+// until it is created) and a data watch per pinned db. Nothing is watched
+// per partition or per replica, so 10 dbs of 64 partitions with one
+// version each and no pin cost 23 watches (33 while each db keeps two
+// versions), and a node
 // owns one ephemeral znode for itself plus one per partition it serves.
 // The persistent version znodes would pile up with every version ever
 // built; the coordinator's leader deletes those nobody serves any more

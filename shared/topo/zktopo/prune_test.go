@@ -40,7 +40,8 @@ func TestPruneReleasesWatches(t *testing.T) {
 	if err := c.RegisterNode(ctx, topo.Node{ID: "n", Addr: addr}); err != nil {
 		t.Fatal(err)
 	}
-	// Each mirror watches nodes/ and partitions/ once there.
+	// Each mirror watches nodes/ and partitions/ once there, and waits
+	// for pins/ to be created (an exists-watch).
 	if _, err := c.PublishVersion(ctx, "db", "v1", topo.VersionInfo{NumPartitions: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +64,11 @@ func TestPruneReleasesWatches(t *testing.T) {
 		}
 	}
 	mirrors := 2
-	waitCount(t, srv, "zk_watch_count", mirrors*(2+1+4+1), "four versions, one without info")
+	waitCount(t, srv, "zk_watch_count", mirrors*(3+1+4+1), "four versions, one without info")
 	if _, err := c.PublishVersion(ctx, "db", "v4", topo.VersionInfo{NumPartitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	waitCount(t, srv, "zk_watch_count", mirrors*(2+1+4), "four versions")
+	waitCount(t, srv, "zk_watch_count", mirrors*(3+1+4), "four versions")
 
 	// v1..v3 are dropped and pruned: their znodes and watches go.
 	for i := 1; i <= 3; i++ {
@@ -86,7 +87,7 @@ func TestPruneReleasesWatches(t *testing.T) {
 			return len(m.VersionNames("db")) == 1 && m.Version("db", "v4").Complete(1)
 		})
 	}
-	waitCount(t, srv, "zk_watch_count", mirrors*(2+1+1), "v1..v3 pruned")
+	waitCount(t, srv, "zk_watch_count", mirrors*(3+1+1), "v1..v3 pruned")
 	// The base, db/v4 and its two replicas.
 	if got := mntr(t, srv, "zk_znode_count"); got != baseZnodes+3 {
 		t.Errorf("znodes after pruning = %d, want %d", got, baseZnodes+3)
@@ -101,7 +102,7 @@ func TestPruneReleasesWatches(t *testing.T) {
 	if gone, err := c.PruneVersion(ctx, "db", "v4"); err != nil || !gone {
 		t.Fatalf("PruneVersion(v4) = %v, %v", gone, err)
 	}
-	waitCount(t, srv, "zk_watch_count", mirrors*2, "the db pruned")
+	waitCount(t, srv, "zk_watch_count", mirrors*3, "the db pruned")
 	if got := mntr(t, srv, "zk_znode_count"); got != baseZnodes-1 {
 		t.Errorf("znodes after pruning the db = %d, want %d (partitions/db gone)", got, baseZnodes-1)
 	}

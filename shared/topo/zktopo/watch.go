@@ -22,6 +22,7 @@ const retryPeriod = time.Second
 type cache struct {
 	nodes map[string]topo.Node                // by entry name under nodes/
 	dbs   map[string]map[string]*versionCache // db -> version
+	pins  map[string]topo.Pin                 // by db, under pins/
 	// listed is set once both roots have been listed, so that the first
 	// map published says something.
 	listedNodes, listedDBs bool
@@ -40,7 +41,7 @@ type versionCache struct {
 // map when it differs. It is the only user of the cache.
 func (c *Conn) watchLoop() {
 	defer c.wg.Done()
-	ca := &cache{nodes: map[string]topo.Node{}, dbs: map[string]map[string]*versionCache{}}
+	ca := &cache{nodes: map[string]topo.Node{}, dbs: map[string]map[string]*versionCache{}, pins: map[string]topo.Pin{}}
 	retry := time.NewTimer(retryPeriod)
 	retry.Stop()
 	defer retry.Stop()
@@ -90,6 +91,10 @@ func (c *Conn) takeDirty(ca *cache) []string {
 		c.resyncAll = false
 		c.dirty[c.paths.Nodes()] = true
 		c.dirty[c.paths.Partitions()] = true
+		c.dirty[c.paths.Pins()] = true
+		for db := range ca.pins {
+			c.dirty[c.paths.Pin(db)] = true
+		}
 		for db, vs := range ca.dbs {
 			c.dirty[c.paths.DB(db)] = true
 			for v := range vs {
@@ -117,6 +122,10 @@ func (c *Conn) markDirty(p string) {
 func (c *Conn) list(ca *cache, p string) ([]string, error) {
 	parts := c.paths.Partitions()
 	switch {
+	case p == c.paths.Pins():
+		return c.listPins(ca, p)
+	case path.Dir(p) == c.paths.Pins():
+		return nil, c.readPin(ca, p)
 	case p == c.paths.Nodes():
 		return c.listNodes(ca, p)
 	case p == parts:
@@ -306,12 +315,15 @@ func (c *Conn) publishMap(ca *cache) {
 			}
 		}
 	}
+	for db, p := range ca.pins {
+		b.AddPin(db, p)
+	}
 	next := b.Build(0)
 	cur := c.mir.Map()
 	if cur.Revision == 0 && !(ca.listedNodes && ca.listedDBs) {
 		return
 	}
-	if cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) {
+	if cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) && reflect.DeepEqual(cur.Pins, next.Pins) {
 		return
 	}
 	c.mir.Publish(next)

@@ -130,7 +130,7 @@ func TestFootprint(t *testing.T) {
 	for i, version := range []string{"v1", "v2"} {
 		publish(version)
 		versions := i + 1
-		wantWatches := 2 + dbs + dbs*versions
+		wantWatches := 3 + dbs + dbs*versions
 		// Watches are set after the events; give the watch loop a moment.
 		deadline := time.Now().Add(10 * time.Second)
 		for mntr(t, srv, "zk_watch_count") != wantWatches && time.Now().Before(deadline) {
@@ -145,7 +145,7 @@ func TestFootprint(t *testing.T) {
 			t.Logf("data watches:\n%s", out)
 		}
 		if watches != wantWatches {
-			t.Errorf("watches = %d, want %d (nodes/, partitions/, one per db, one per version)", watches, wantWatches)
+			t.Errorf("watches = %d, want %d (nodes/, partitions/, pins/, one per db, one per version)", watches, wantWatches)
 		}
 		if want := 1 + dbs*parts*versions; eph != want {
 			t.Errorf("ephemeral znodes = %d, want %d", eph, want)
