@@ -80,22 +80,26 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.log.Warn("removing cancelled version", zap.Error(err))
 		}
 		if vs.reload {
-			m.Refresh()
+			m.kick()
 		}
 		return
 	case err != nil:
 		m.toLocked(db, vs, failed)
-		vs.reason = err.Error()
+		vs.cause, vs.reason = err.Error(), err.Error()
+		msg := "loading version failed; an older version serves while its files stay as they are"
+		if Transient(err) {
+			m.retryLaterLocked(vs)
+			msg = "loading version failed with a transient error; an older version serves until a retry succeeds"
+		}
 		m.failedN.Add(1)
 		m.metrics.loads.WithLabelValues("error").Inc()
 		m.publishLocked()
 		m.mu.Unlock()
-		m.log.Error("loading version failed; an older version serves while its files stay as they are",
-			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		m.log.Error(msg, zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 		if err := m.opts.Store.Remove(db, vs.name); err != nil {
 			m.log.Warn("removing failed version", zap.Error(err))
 		}
-		m.Refresh() // the next scan falls back on an older version
+		m.kick() // the next scan falls back on an older version
 		return
 	}
 	// Activate came while it loaded, or needs not come.
@@ -293,7 +297,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.mu.Unlock()
 		m.log.Info("version deleted", zap.String("db", db), zap.String("version", vs.name))
 		if vs.reload {
-			m.Refresh()
+			m.kick()
 		}
 	}()
 }
