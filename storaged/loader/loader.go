@@ -20,7 +20,9 @@ import (
 var ErrNoFiles = errors.New("loader: version has no data files")
 
 // ErrLocal is returned when writing the local store failed (a disk error,
-// a full disk, a directory that vanished): the source's data may be fine,
+// a full disk, a directory that vanished; the versions package uses it
+// too for the store's manifest and for opening what was just written):
+// the source's data may be fine,
 // and trying again later may work. Errors from reading the source carry
 // the source's own sentinels (source.ErrUnavailable, source.ErrChanged)
 // and errors in the data seqfile's (seqfile.ErrCorrupt and the rest).

@@ -203,7 +203,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	// Anything else there is half-written or stale.
 	if err := st.Remove(db, name); err != nil {
-		return nil, nil, err
+		return nil, nil, localErr(err)
 	}
 	var created time.Time
 	for _, f := range files {
@@ -213,7 +213,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files, Created: created}
 	if err := st.WriteManifest(man); err != nil {
-		return nil, nil, err
+		return nil, nil, localErr(err)
 	}
 	lopts := m.opts.Loader
 	lopts.Limit = m.limit
@@ -227,9 +227,16 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	m.metrics.records.Add(float64(res.Records))
 	if v, err = m.open(db, name, len(files), created, held); err != nil {
-		return nil, nil, err
+		return nil, nil, localErr(err)
 	}
 	return v, &pendingBuild{res: res, man: man}, nil
+}
+
+// localErr marks a failure of the local store met by build (removing
+// what was there, writing the manifest, opening what was just written) as
+// loader.ErrLocal: a disk error, not bad data (Transient).
+func localErr(err error) error {
+	return fmt.Errorf("versions: %w: %w", loader.ErrLocal, err)
 }
 
 // open opens the held partitions of a version, two at a time per CPU (an

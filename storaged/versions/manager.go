@@ -353,6 +353,7 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 		}
 		m.log.Info("loading again a version failed by a transient error", zap.String("db", db),
 			zap.String("version", c.name), zap.Int("retry", vs.retries))
+		m.metrics.retries.Inc()
 		m.forgetLocked(db, d, vs)
 		m.startLoadLocked(db, d, c.name, c.files)
 		d.versions[c.name].retries = vs.retries // its backoff goes on from there

@@ -130,6 +130,9 @@ func s3Harness(t *testing.T, mod func(*Options)) (*harness, *s3test.Proxy, strin
 	}
 	h := start(t, t.TempDir(), t.TempDir(), func(o *Options) {
 		o.Source = src
+		// One file at a time: the second file's GET comes well after the
+		// proxy went down, whatever of the first the socket buffers held.
+		o.Loader.Parallel, o.MaxParallelLoads = 1, 1
 		if mod != nil {
 			mod(o)
 		}
@@ -144,8 +147,8 @@ func writeBig(t *testing.T, dir, version string) {
 	testutil.WriteVersion(t, dir, "db", version, 2, testutil.Sharded, seqfile.WriterOptions{}, testutil.Records(30000, version))
 }
 
-// failV2 writes v2 and takes the proxy down 200 kB into its load; v2
-// fails with a transient error while v1 keeps serving.
+// failV2 writes v2 and takes the proxy down 200 kB into its load (in its
+// first file); v2 fails with a transient error while v1 keeps serving.
 func failV2(t *testing.T, h *harness, proxy *s3test.Proxy, dir string) {
 	t.Helper()
 	proxy.AfterBytes(200<<10, proxy.Down)
@@ -175,6 +178,9 @@ func TestTransientFailureRetried(t *testing.T) {
 	h.waitState("db", "v2", wire.StateActive)
 	if val, name, err := h.get("db", "", "key-000004"); err != nil || name != "v2" || val != "value-4-v2" {
 		t.Fatalf("after S3 came back: %q from %s, %v; want v2's value", val, name, err)
+	}
+	if n := value(h.m.metrics.retries); n < 1 {
+		t.Fatalf("spangle_storaged_version_load_retries_total = %v, want at least 1", n)
 	}
 }
 

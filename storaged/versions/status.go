@@ -105,6 +105,7 @@ type metrics struct {
 	records     prometheus.Counter
 	states      *prometheus.GaugeVec
 	reloads     prometheus.Counter
+	retries     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -130,9 +131,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "spangle_storaged_version_reloads_total",
 			Help: "Versions loaded again because their source files changed after they were loaded.",
 		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spangle_storaged_version_load_retries_total",
+			Help: "Loads started again, with the same files, after a transient error (source unavailable, object changed, local disk).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads)
+		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.retries)
 	}
 	return m
 }
