@@ -45,12 +45,12 @@ func (l *local) readDir(ctx context.Context, dir string) ([]fs.DirEntry, error) 
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, dir)
 		}
-		return nil, fmt.Errorf("source: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer f.Close()
 	ents, err := f.ReadDir(-1)
 	if err != nil {
-		return nil, fmt.Errorf("source: listing %s: %w", dir, err)
+		return nil, fmt.Errorf("%w: listing %s: %w", ErrUnavailable, dir, err)
 	}
 	return ents, nil
 }
@@ -153,9 +153,26 @@ func (l *local) Open(ctx context.Context, db, version, name string) (io.ReadClos
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s/%s/%s", ErrNotFound, db, version, name)
 		}
-		return nil, fmt.Errorf("source: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return f, nil
+	return localFile{f: f}, nil
+}
+
+// localFile is a data file being read. A read error that is not the end
+// of the file (EIO from a failing disk, ESTALE on NFS) is ErrUnavailable:
+// the disk failed, not necessarily the data.
+// Only Read and Close: an embedded *os.File would also offer WriteTo,
+// which io.Copy prefers and which would bypass Read.
+type localFile struct{ f *os.File }
+
+func (f localFile) Close() error { return f.f.Close() }
+
+func (f localFile) Read(p []byte) (int, error) {
+	n, err := f.f.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return n, err
 }
 
 func joinRel(dir, name string) string {

@@ -127,8 +127,8 @@ func openS3(root string, u *url.URL, opts Options) (*s3root, error) {
 
 func (r *s3root) String() string { return "s3://" + r.bucket + "/" + r.prefix }
 
-// fail counts err by its S3 error code and wraps it with what was being
-// done, the bucket and the code, so that a wrong credential or a missing
+// fail counts err by its S3 error code and wraps it (in ErrNotFound or
+// ErrUnavailable) with what was being done, the bucket and the code, so that a wrong credential or a missing
 // bucket reads as such in the log and on /healthz.
 func (r *s3root) fail(what string, err error) error {
 	code := errorCode(err)
@@ -136,7 +136,9 @@ func (r *s3root) fail(what string, err error) error {
 		return fmt.Errorf("%w: s3://%s/%s", ErrNotFound, r.bucket, what)
 	}
 	r.metrics.errors.WithLabelValues(code).Inc()
-	return fmt.Errorf("source: s3 bucket %q: %s: %s: %w", r.bucket, what, code, err)
+	// Whatever S3 said (a network error, a 5xx, even AccessDenied, which
+	// a policy fix cures), the objects may be fine: ErrUnavailable.
+	return fmt.Errorf("%w: s3 bucket %q: %s: %s: %w", ErrUnavailable, r.bucket, what, code, err)
 }
 
 // errorCode is S3's error code (AccessDenied, NoSuchBucket,

@@ -98,8 +98,8 @@ func (o *objectReader) Read(p []byte) (int, error) {
 func (o *objectReader) resume() error {
 	for {
 		if o.fails >= o.r.opts.S3.Retries {
-			return fmt.Errorf("source: s3 bucket %q: reading %s: gave up after %d attempts at byte %d of %d: %w",
-				o.r.bucket, o.key, o.fails, o.off, o.size, o.last)
+			return fmt.Errorf("%w: s3 bucket %q: reading %s: gave up after %d attempts at byte %d of %d: %w",
+				ErrUnavailable, o.r.bucket, o.key, o.fails, o.off, o.size, o.last)
 		}
 		backoff := o.r.opts.S3.Backoff
 		for i := 0; i < o.fails && backoff < maxBackoff; i++ {
@@ -168,7 +168,7 @@ func (o *objectReader) check(out *s3.GetObjectOutput) error {
 		return changed(fmt.Sprintf("%d bytes, now Content-Range %q", o.size, cr))
 	}
 	if first != o.off {
-		return fmt.Errorf("source: s3 bucket %q: resuming %s at byte %d: the answer starts at %q", o.r.bucket, o.key, o.off, cr)
+		return fmt.Errorf("%w: s3 bucket %q: resuming %s at byte %d: the answer starts at %q", ErrUnavailable, o.r.bucket, o.key, o.off, cr)
 	}
 	return nil
 }

@@ -27,6 +27,13 @@ var ErrBadRoot = errors.New("source: bad root")
 // whole, never be served with fewer partitions. The error names the file.
 var ErrUnreadable = errors.New("source: data file cannot be read")
 
+// ErrUnavailable is returned when the source could not be reached or read
+// (a network error, S3 down or answering with an error, a local I/O
+// error): the data may well be fine, and trying again later may work. A
+// load that fails with it is retried without waiting for its files to
+// change, unlike one that found bad data.
+var ErrUnavailable = errors.New("source: unavailable")
+
 // SuccessFile is the marker Hadoop writes when a job succeeded.
 const SuccessFile = "_SUCCESS"
 

@@ -167,19 +167,31 @@ func TestS3ConnectionsCutDuringLoad(t *testing.T) {
 }
 
 // TestS3StoppedDuringLoad: S3 is killed 2 MB into a new version's load.
-// The new version goes to ERROR with a reason; the old one keeps
-// serving, with no failed read.
+// The new version goes to ERROR with a reason saying it will be retried;
+// the old one keeps serving, with no failed read. Once S3 is back on the
+// same port, the new version loads by itself, its files untouched: an
+// unreachable source is not bad data.
 func TestS3StoppedDuringLoad(t *testing.T) {
 	srv, proxy, dir := s3Setup(t)
 	n := startOnS3(t)
 	waitActive(t, 2*time.Minute, testDB, "v1", n)
 
 	stop := make(chan struct{})
-	done := make(chan [2]int)
+	type result struct {
+		ok, failed int
+		seen       []string
+	}
+	done := make(chan result, 1)
 	go func() {
-		ok, failed, _ := readWhile(n, stop)
-		done <- [2]int{ok, failed}
+		ok, failed, seen := readWhile(n, stop)
+		done <- result{ok, failed, seen}
 	}()
+	stopped := false
+	t.Cleanup(func() { // a failed check stops the reader too
+		if !stopped {
+			close(stop)
+		}
+	})
 	proxy.AfterBytes(2<<20, srv.Stop)
 	writeS3Version(t, dir, "v2")
 	var reason string
@@ -188,18 +200,28 @@ func TestS3StoppedDuringLoad(t *testing.T) {
 		reason = h.Reason
 		return h.State == wire.StateError
 	})
-	close(stop)
-	r := <-done
-	if r[1] > 0 || r[0] == 0 {
-		t.Fatalf("%d reads failed (%d ok) while S3 died under v2's load", r[1], r[0])
-	}
-	if !strings.Contains(reason, s3Bucket) {
-		t.Errorf("v2's reason %q does not name the bucket", reason)
+	if !strings.Contains(reason, s3Bucket) || !strings.Contains(reason, "retry") {
+		t.Errorf("v2's reason %q does not name the bucket and say it will be retried", reason)
 	}
 	if got := n.healthz()[testDB]["v1"].State; got != wire.StateActive {
 		t.Fatalf("v1 is %s, want ACTIVE", got)
 	}
 	if failed, first := readAll(n); failed > 0 {
 		t.Fatalf("%d reads of v1 failed after v2's failure; first: %s", failed, first)
+	}
+
+	srv.Restart()
+	waitActive(t, 2*time.Minute, testDB, "v2", n)
+	close(stop)
+	stopped = true
+	r := <-done
+	if r.failed > 0 || r.ok == 0 {
+		t.Fatalf("%d reads failed (%d ok) while S3 died under v2's load and came back", r.failed, r.ok)
+	}
+	if strings.Join(r.seen, ",") != "v1,v2" {
+		t.Fatalf("versions seen in order: %v; want v1 then v2", r.seen)
+	}
+	if failed, first := readAll(n); failed > 0 {
+		t.Fatalf("%d reads of v2 failed; first: %s", failed, first)
 	}
 }

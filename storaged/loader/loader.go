@@ -19,6 +19,18 @@ import (
 // ErrNoFiles is returned for a version without data files.
 var ErrNoFiles = errors.New("loader: version has no data files")
 
+// ErrLocal is returned when writing the local store failed (a disk error,
+// a full disk, a directory that vanished; the versions package uses it
+// too for the store's manifest and for opening what was just written):
+// the source's data may be fine,
+// and trying again later may work. Errors from reading the source carry
+// the source's own sentinels (source.ErrUnavailable, source.ErrChanged)
+// and errors in the data seqfile's (seqfile.ErrCorrupt and the rest).
+var ErrLocal = errors.New("loader: writing the local store failed")
+
+// localErr marks err, from the table package, as ErrLocal.
+func localErr(err error) error { return fmt.Errorf("%w: %w", ErrLocal, err) }
+
 // Options tunes loading. Zero values select the defaults noted.
 type Options struct {
 	// Parallel is how many files of one version are read at once; default
@@ -74,7 +86,7 @@ func (r Result) Sync() error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("loader: %w", err)
+		return localErr(err)
 	}
 	return nil
 }
@@ -127,7 +139,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		}
 		b, err := table.CreatePartition(req.Dir(p), opts.Build)
 		if err != nil {
-			return Result{}, fmt.Errorf("loader: %w", err)
+			return Result{}, localErr(err)
 		}
 		st.builders[p] = b
 		st.buffers[p] = &buffer{}
@@ -145,7 +157,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 			continue
 		}
 		if err := b.Finish(); err != nil {
-			return Result{}, fmt.Errorf("loader: %w", err)
+			return Result{}, localErr(err)
 		}
 		res.built = append(res.built, b)
 	}
@@ -242,7 +254,7 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 		if fast {
 			if runP < 0 && st.builders[p] != nil {
 				if run, err = st.builders[p].NewRun(); err != nil {
-					return fmt.Errorf("loader: %w", err)
+					return localErr(err)
 				}
 				runP = p
 			}
@@ -252,7 +264,7 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 					continue
 				}
 				if !errors.Is(err, table.ErrOrder) {
-					return fmt.Errorf("loader: %w", err)
+					return localErr(err)
 				}
 			}
 			// The file is not (or no longer) one sorted partition: what
@@ -289,7 +301,7 @@ func (st *loadState) closeRun(run **table.RunWriter) error {
 		st.runs.Add(1)
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("loader: %w", err)
+		return localErr(err)
 	}
 	return nil
 }
@@ -334,18 +346,18 @@ func (st *loadState) writeRun(p int, b *buffer) error {
 	b.sort()
 	w, err := st.builders[p].NewRun()
 	if err != nil {
-		return fmt.Errorf("loader: %w", err)
+		return localErr(err)
 	}
 	for i := range b.entries {
 		k, v := b.record(i)
 		if err := w.Append(k, v); err != nil {
 			w.Abort()
-			return fmt.Errorf("loader: %w", err)
+			return localErr(err)
 		}
 	}
 	st.runs.Add(1)
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("loader: %w", err)
+		return localErr(err)
 	}
 	return nil
 }

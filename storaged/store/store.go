@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"spangle/shared/source"
@@ -75,6 +76,11 @@ func (m Manifest) Matches(files []source.File, want []int) bool {
 // one caller at a time.
 type Store struct {
 	root string
+	// dirs serializes creating a version's directory (WriteManifest) with
+	// deleting its db's directory once empty (Remove): otherwise removing
+	// the last version of a db can delete the db's directory between the
+	// two mkdirs of another version's creation, which then fails.
+	dirs sync.Mutex
 }
 
 // Open creates root if needed and returns the store in it.
@@ -143,7 +149,10 @@ func (s *Store) WriteManifest(m Manifest) error {
 		return err
 	}
 	dir := s.VersionDir(m.DB, m.Version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	s.dirs.Lock()
+	err := os.MkdirAll(dir, 0o755)
+	s.dirs.Unlock()
+	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
@@ -214,6 +223,8 @@ func (s *Store) Remove(db, version string) error {
 	if err := os.RemoveAll(s.VersionDir(db, version)); err != nil {
 		return fmt.Errorf("store: removing %s/%s: %w", db, version, err)
 	}
+	s.dirs.Lock()
+	defer s.dirs.Unlock()
 	os.Remove(filepath.Join(s.root, db)) // fails while other versions remain
 	return nil
 }

@@ -93,3 +93,36 @@ func TestListWhileADBIsRemoved(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveRacesCreate: removing one version of a db deletes the db's
+// directory once it is empty; that must never make creating another
+// version of the same db fail (a cancelled load cleaning up just as a
+// newer version starts).
+func TestRemoveRacesCreate(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 500
+	errc := make(chan error, 2)
+	for _, v := range []string{"v1", "v2"} {
+		go func() {
+			for range rounds {
+				if err := s.WriteManifest(Manifest{DB: "db", Version: v}); err != nil {
+					errc <- err
+					return
+				}
+				if err := s.Remove("db", v); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 { // both done before the TempDir goes
+		if err := <-errc; err != nil {
+			t.Errorf("a version's removal broke another's creation: %v", err)
+		}
+	}
+}

@@ -7,7 +7,10 @@
 // A scan heads for the newest version that can be loaded (plan.go): it
 // passes over versions whose files are still changing (the settle time),
 // and versions that failed with the files they still have, so a broken
-// newest version leaves the previous one served. While nothing of a db is
+// newest version leaves the previous one served. A version failed by a
+// transient error (the source unreachable, an object changed mid-read, a
+// local disk error: Transient) is passed over only until its backoff is
+// over or Refresh is called, and then loaded again (retry.go). While nothing of a db is
 // active it may also load a fallback, the next older version: one already
 // complete in the local store at a start, or, in cluster mode, one the
 // cluster can complete when the newest stays incomplete.
@@ -58,8 +61,8 @@
 //     for the retention period.
 //   - unpublished: Hooks.BeforeRemove returned.
 //   - deleted: closed once no request uses it, and its files deleted.
-//   - forgotten: a scan no longer reaches a failed version, or its files
-//     changed.
+//   - forgotten: a scan no longer reaches a failed version, its files
+//     changed, or its retry after a transient error is due.
 //
 // A version a scan wants while it leaves (cancelling, retiring, removing),
 // because its files changed or the source went back to it, carries a

@@ -80,22 +80,26 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.log.Warn("removing cancelled version", zap.Error(err))
 		}
 		if vs.reload {
-			m.Refresh()
+			m.kick()
 		}
 		return
 	case err != nil:
 		m.toLocked(db, vs, failed)
-		vs.reason = err.Error()
+		vs.cause, vs.reason = err.Error(), err.Error()
+		msg := "loading version failed; an older version serves while its files stay as they are"
+		if Transient(err) {
+			m.retryLaterLocked(vs)
+			msg = "loading version failed with a transient error; an older version serves until a retry succeeds"
+		}
 		m.failedN.Add(1)
 		m.metrics.loads.WithLabelValues("error").Inc()
 		m.publishLocked()
 		m.mu.Unlock()
-		m.log.Error("loading version failed; an older version serves while its files stay as they are",
-			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		m.log.Error(msg, zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 		if err := m.opts.Store.Remove(db, vs.name); err != nil {
 			m.log.Warn("removing failed version", zap.Error(err))
 		}
-		m.Refresh() // the next scan falls back on an older version
+		m.kick() // the next scan falls back on an older version
 		return
 	}
 	// Activate came while it loaded, or needs not come.
@@ -199,7 +203,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	// Anything else there is half-written or stale.
 	if err := st.Remove(db, name); err != nil {
-		return nil, nil, err
+		return nil, nil, localErr(err)
 	}
 	var created time.Time
 	for _, f := range files {
@@ -209,7 +213,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files, Created: created}
 	if err := st.WriteManifest(man); err != nil {
-		return nil, nil, err
+		return nil, nil, localErr(err)
 	}
 	lopts := m.opts.Loader
 	lopts.Limit = m.limit
@@ -223,9 +227,16 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	m.metrics.records.Add(float64(res.Records))
 	if v, err = m.open(db, name, len(files), created, held); err != nil {
-		return nil, nil, err
+		return nil, nil, localErr(err)
 	}
 	return v, &pendingBuild{res: res, man: man}, nil
+}
+
+// localErr marks a failure of the local store met by build (removing
+// what was there, writing the manifest, opening what was just written) as
+// loader.ErrLocal: a disk error, not bad data (Transient).
+func localErr(err error) error {
+	return fmt.Errorf("versions: %w: %w", loader.ErrLocal, err)
 }
 
 // open opens the held partitions of a version, two at a time per CPU (an
@@ -293,7 +304,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.mu.Unlock()
 		m.log.Info("version deleted", zap.String("db", db), zap.String("version", vs.name))
 		if vs.reload {
-			m.Refresh()
+			m.kick()
 		}
 	}()
 }

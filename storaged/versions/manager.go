@@ -86,6 +86,11 @@ type Options struct {
 	// have failed the newest, and the cluster needs an older version
 	// complete. Default DefaultFallbackAfter.
 	FallbackAfter time.Duration
+	// RetryMin and RetryMax bound the backoff before a version failed by
+	// a transient error (Transient) is loaded again: RetryMin after the
+	// first failure, doubling up to RetryMax. Defaults DefaultRetryMin and
+	// DefaultRetryMax.
+	RetryMin, RetryMax time.Duration
 	// MaxParallelLoads bounds the files read at once over all loads;
 	// default GOMAXPROCS.
 	MaxParallelLoads int
@@ -119,8 +124,9 @@ type Manager struct {
 	limit   chan struct{}
 
 	loadedN, reusedN, failedN atomic.Int64
+	retryNow                  atomic.Bool // Refresh asked for a scan: it retries at once
 
-	mu       sync.Mutex // guards dbs, removed, ctx, rescan and rescanAt
+	mu       sync.Mutex // guards dbs, removed, ctx, rescan, rescanAt and forceRetry
 	dbs      map[string]*dbState
 	removed  map[string]*removal
 	ctx      context.Context // Run's context, once running
@@ -129,6 +135,8 @@ type Manager struct {
 	wg       sync.WaitGroup // loads and removals
 	scanMu   sync.Mutex     // one scan at a time
 	source   sourceHealth   // the last listing's outcome
+
+	forceRetry bool // the scan under way was asked for by Refresh (retry.go)
 }
 
 // New returns a Manager; Run starts it.
@@ -151,6 +159,12 @@ func New(opts Options) (*Manager, error) {
 	if opts.FallbackAfter <= 0 {
 		opts.FallbackAfter = DefaultFallbackAfter
 	}
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = DefaultRetryMin
+	}
+	if opts.RetryMax < opts.RetryMin {
+		opts.RetryMax = max(DefaultRetryMax, opts.RetryMin)
+	}
 	m := &Manager{
 		opts: opts, log: opts.Log, dbs: map[string]*dbState{}, removed: map[string]*removal{},
 		refresh: make(chan struct{}, 1),
@@ -162,12 +176,12 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Refresh asks for a re-scan of the source soon (SIGHUP).
+// Refresh asks for a re-scan of the source soon (SIGHUP). That scan also
+// loads again at once the versions failed by a transient error, whatever
+// their backoff.
 func (m *Manager) Refresh() {
-	select {
-	case m.refresh <- struct{}{}:
-	default:
-	}
+	m.retryNow.Store(true)
+	m.kick()
 }
 
 // Run scans the source, then again every RefreshPeriod and on Refresh,
@@ -212,6 +226,15 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) Scan(ctx context.Context) {
 	m.scanMu.Lock()
 	defer m.scanMu.Unlock()
+	m.mu.Lock()
+	m.forceRetry = m.retryNow.Swap(false)
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.forceRetry = false
+		m.armRetriesLocked()
+		m.mu.Unlock()
+	}()
 	dbs, err := m.opts.Source.DBs(ctx)
 	if err != nil {
 		m.log.Error("listing source failed; keeping what is served", zap.String("source", m.opts.Source.String()), zap.Error(err))
@@ -329,10 +352,20 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 	switch {
 	case vs == nil:
 	case vs.phase == failed:
-		if sameFiles(vs.files, c.files) {
+		if !sameFiles(vs.files, c.files) {
+			m.forgetLocked(db, d, vs) // the source changed: try again
+			break
+		}
+		if !m.retryDueLocked(vs) {
 			return
 		}
-		m.forgetLocked(db, d, vs) // the source changed: try again
+		m.log.Info("loading again a version failed by a transient error", zap.String("db", db),
+			zap.String("version", c.name), zap.Int("retry", vs.retries))
+		m.metrics.retries.Inc()
+		m.forgetLocked(db, d, vs)
+		m.startLoadLocked(db, d, c.name, c.files)
+		d.versions[c.name].retries = vs.retries // its backoff goes on from there
+		return
 	case vs.phase.leaving():
 		vs.reload = true // loaded again once it is gone
 		return

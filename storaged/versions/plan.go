@@ -69,7 +69,7 @@ func (m *Manager) planDB(ctx context.Context, db string, versions, walk []string
 		}
 		held, heldFiles, broken := m.known(db, name)
 		if broken && sameFiles(heldFiles, files) {
-			continue // retried once its files change
+			continue // retried once its files change, or after a transient error (retry.go)
 		}
 		if !m.settled(ctx, db, name, files, now) {
 			seen[name] = true
@@ -106,7 +106,7 @@ func (m *Manager) known(db, name string) (held bool, files []source.File, broken
 	}
 	vs := d.versions[name]
 	if vs.phase == failed {
-		return false, vs.files, true
+		return false, vs.files, !m.retryDueLocked(vs)
 	}
 	// A cancelled load still counts: ensureLocked marks it to load again.
 	return vs.phase != retiring && vs.phase != removing, vs.files, false
@@ -178,7 +178,7 @@ func (m *Manager) rescanLocked(d time.Duration) {
 		m.rescan.Stop()
 	}
 	m.rescanAt = at
-	m.rescan = time.AfterFunc(d, m.Refresh)
+	m.rescan = time.AfterFunc(d, m.kick)
 }
 
 // failListing marks db/version failed because its files cannot all be

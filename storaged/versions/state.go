@@ -164,9 +164,16 @@ type vstate struct {
 	name   string
 	phase  phase
 	reason string
-	files  []source.File
-	v      *Version           // set once servable
-	cancel context.CancelFunc // set while loading
+	// cause: why it failed; reason adds when it is retried.
+	cause string
+	// retries counts the loads in a row that failed with a transient
+	// error (same files); retryAt, set after one, is when a scan loads it
+	// again (retry.go). Zero for a version failed by its data.
+	retries int
+	retryAt time.Time
+	files   []source.File
+	v       *Version           // set once servable
+	cancel  context.CancelFunc // set while loading
 	// reload: a scan wanted it while it was leaving (its files changed,
 	// or the source went back to it); a scan runs again once it is gone,
 	// to load it anew. It is not a phase: it rides along whichever of

@@ -114,6 +114,7 @@ type metrics struct {
 	reloads     prometheus.Counter
 	pinned      prometheus.Gauge
 	pinErrors   prometheus.Gauge
+	retries     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -147,9 +148,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "spangle_storaged_pin_errors",
 			Help: "Dbs whose _PIN marker is not followed: malformed, naming a version not in the source, or one that failed to load.",
 		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spangle_storaged_version_load_retries_total",
+			Help: "Loads started again, with the same files, after a transient error (source unavailable, object changed, local disk).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.pinned, m.pinErrors)
+		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.pinned, m.pinErrors, m.retries)
 	}
 	return m
 }
