@@ -166,7 +166,7 @@ func TestS3ConnectionsCutDuringLoad(t *testing.T) {
 	}
 }
 
-// TestS3StoppedDuringLoad: S3 is killed 2 MB into a new version's load.
+// TestS3StoppedDuringLoad: S3 is killed 1 MB into a new version's load.
 // The new version goes to ERROR with a reason saying it will be retried;
 // the old one keeps serving, with no failed read. Once S3 is back on the
 // same port, the new version loads by itself, its files untouched: an
@@ -192,7 +192,7 @@ func TestS3StoppedDuringLoad(t *testing.T) {
 			close(stop)
 		}
 	})
-	proxy.AfterBytes(2<<20, srv.Stop)
+	proxy.AfterBytes(1<<20, srv.Stop) // under half of v2's files: it lands mid-load
 	writeS3Version(t, dir, "v2")
 	var reason string
 	waitFor(t, 2*time.Minute, "v2 in ERROR", func() bool {
