@@ -173,14 +173,23 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 		if pinned {
 			fail(idx, outcome{reason: wire.FailReason(wire.StatusVersionGone, "no replica holds the key's partition of this version")})
 		} else {
-			fail(idx, outcome{reason: wire.FailReason(http.StatusBadGateway, "no replica of the key's partition is known")})
+			fail(idx, outcome{reason: wire.FailReason(wire.StatusNoReplica, "no replica of the key's partition is known")})
 		}
 		return
 	}
+	// last holds, for a key a replica could not answer now (503), that
+	// answer: it stands when no other replica is left to ask.
+	last := map[int]outcome{}
 	for asked := []string(nil); len(idx) > 0; {
 		cands := slices.DeleteFunc(slices.Clone(replicas), func(a string) bool { return slices.Contains(asked, a) })
 		if len(cands) == 0 {
-			fail(idx, outcome{reason: wire.FailReason(http.StatusBadGateway, "no replica holds the key's partition")})
+			for _, i := range idx {
+				if o, ok := last[i]; ok {
+					outs[i] = o
+				} else {
+					outs[i] = outcome{reason: wire.FailReason(wire.StatusNoReplica, "no replica holds the key's partition")}
+				}
+			}
 			return
 		}
 		req := &proxy.Request{DB: db, Version: version, Keys: make([][]byte, len(idx)), Replicas: cands}
@@ -198,7 +207,7 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 		}
 		if err != nil {
 			s.log.Warn("batch: bad answer from storaged", zap.String("node", resp.Addr), zap.Error(err))
-			fail(idx, outcome{reason: wire.FailReason(http.StatusBadGateway, "bad answer from "+resp.Addr)})
+			fail(idx, outcome{reason: wire.FailReason(wire.StatusNoReplica, "bad answer from "+resp.Addr)})
 			return
 		}
 		asked = append(asked, resp.Addr)
@@ -215,10 +224,15 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 				outs[i] = outcome{addr: resp.Addr}
 			} else if reason, ok := a.Failed[esc]; ok && reason == wire.ReasonNotHeld {
 				again = append(again, i)
+			} else if ok && wire.FailStatus(reason) == wire.StatusUnavailable {
+				// Shedding, or the key's block is being rebuilt there:
+				// another replica may answer it.
+				last[i] = outcome{reason: reason, retryAfter: "1", addr: resp.Addr}
+				again = append(again, i)
 			} else if ok {
 				outs[i] = outcome{reason: reason, addr: resp.Addr}
 			} else {
-				outs[i] = outcome{reason: wire.FailReason(http.StatusBadGateway, "key left out by "+resp.Addr)}
+				outs[i] = outcome{reason: wire.FailReason(wire.StatusNoReplica, "key left out by "+resp.Addr)}
 			}
 		}
 		s.bm.retried.Add(float64(len(again)))

@@ -18,13 +18,15 @@ import (
 
 // batchNodes scripts storaged replicas that answer batches as storaged
 // does: "<version>:<key>" for every key, missing for keys starting with
-// "missing", and a node in notHeld fails every key with
-// wire.ReasonNotHeld.
+// "missing", a node in notHeld fails every key with wire.ReasonNotHeld,
+// and one in corrupt fails keys starting with "rot" with a 503, as a
+// node whose block of them is being rebuilt.
 type batchNodes struct {
 	mu      sync.Mutex
 	calls   []batchCall
 	status  map[string]int // by addr; 0 means answer
 	notHeld map[string]bool
+	corrupt map[string]bool
 }
 
 type batchCall struct {
@@ -39,7 +41,7 @@ func (f *batchNodes) Get(ctx context.Context, addr string, req *proxy.Request) (
 		c.keys = append(c.keys, string(k))
 	}
 	f.calls = append(f.calls, c)
-	code, notHeld := f.status[addr], f.notHeld[addr]
+	code, notHeld, corrupt := f.status[addr], f.notHeld[addr], f.corrupt[addr]
 	f.mu.Unlock()
 	switch {
 	case code != 0:
@@ -53,6 +55,8 @@ func (f *batchNodes) Get(ctx context.Context, addr string, req *proxy.Request) (
 		switch {
 		case notHeld:
 			a.Failed[esc] = wire.ReasonNotHeld
+		case corrupt && strings.HasPrefix(string(k), "rot"):
+			a.Failed[esc] = wire.FailReason(wire.StatusUnavailable, "partition corrupt on this node; being rebuilt")
 		case strings.HasPrefix(string(k), "missing"):
 			a.Missing = append(a.Missing, esc)
 		default:
@@ -79,7 +83,7 @@ func newBatchTestServer(t testing.TB, cacheBytes int64) (*Server, *batchNodes) {
 	t.Helper()
 	mir := topo.NewMirror()
 	mir.Publish(twoNodeMap())
-	f := &batchNodes{status: map[string]int{}, notHeld: map[string]bool{}}
+	f := &batchNodes{status: map[string]int{}, notHeld: map[string]bool{}, corrupt: map[string]bool{}}
 	s, err := New(Options{Watcher: mir, Upstream: f, CacheBytes: cacheBytes,
 		ProxyTimeout: testProxyTimeout, ProxyStageTimeout: testProxyTimeout / 2,
 		BatchLimits: wire.BatchLimits{MaxKeys: 100}})
@@ -215,6 +219,32 @@ func TestBatchRetriesNotHeld(t *testing.T) {
 	_, a := postBatch(t, s, "/db", "x\ny\n")
 	if a == nil || len(a.Failed) != 2 || wire.FailStatus(a.Failed["x"]) != 502 {
 		t.Fatalf("no replica holds it: %+v", a)
+	}
+}
+
+// TestBatchRetriesUnavailableKeys: a key one replica cannot answer now
+// (a 503 in the batch, its block being rebuilt) is asked of another; when
+// every replica says so, the key keeps that 503, not a 502.
+func TestBatchRetriesUnavailableKeys(t *testing.T) {
+	s, f := newBatchTestServer(t, 0)
+	f.corrupt["a:1"] = true
+	for round := 0; round < 5; round++ {
+		_, a := postBatch(t, s, "/db", "rot1\nrot2\nfine\n")
+		if a == nil || len(a.Found) != 3 || len(a.Failed) != 0 {
+			t.Fatalf("round %d: %+v", round, a)
+		}
+	}
+	askedA := false
+	for _, c := range f.batchCalls() {
+		askedA = askedA || c.addr == "a:1"
+	}
+	if !askedA {
+		t.Fatal("the replica with the corrupt block was never asked: the retry went untested")
+	}
+	f.corrupt["b:1"] = true
+	_, a := postBatch(t, s, "/db", "rot1\nfine\n")
+	if a == nil || len(a.Found) != 1 || wire.FailStatus(a.Failed["rot1"]) != wire.StatusUnavailable {
+		t.Fatalf("every replica rebuilding: %+v", a)
 	}
 }
 

@@ -113,6 +113,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		case errors.Is(err, versions.ErrPartitionNotHeld):
 			a.Failed[k.Raw] = wire.ReasonNotHeld
 			notHeld++
+		case errors.Is(err, versions.ErrPartitionCorrupt):
+			// As a GET of it: another replica answers it meanwhile.
+			a.Failed[k.Raw] = wire.FailReason(wire.StatusUnavailable, "partition corrupt on this node; being rebuilt")
 		default:
 			s.log.Error("lookup failed", zap.String("db", db), zap.String("version", v.Name), zap.Error(err))
 			a.Failed[k.Raw] = wire.FailReason(http.StatusInternalServerError, "lookup failed")

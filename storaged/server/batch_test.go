@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,12 @@ func oddRecords() []testutil.Record {
 // newBatchServer serves db "odd" (v1, 4 partitions) of oddRecords; held,
 // if not nil, says which partitions this node holds.
 func newBatchServer(t testing.TB, held []int, opts Options) http.Handler {
+	h, _ := newBatchServerIn(t, t.TempDir(), held, opts)
+	return h
+}
+
+// newBatchServerIn is newBatchServer with its local store in storeDir.
+func newBatchServerIn(t testing.TB, storeDir string, held []int, opts Options) (http.Handler, *versions.Manager) {
 	t.Helper()
 	root := t.TempDir()
 	testutil.WriteVersion(t, root, "odd", "v1", 4, testutil.Sharded, seqfile.WriterOptions{}, oddRecords())
@@ -51,7 +59,7 @@ func newBatchServer(t testing.TB, held []int, opts Options) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(t.TempDir())
+	st, err := store.Open(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +84,7 @@ func newBatchServer(t testing.TB, held []int, opts Options) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv
+	return srv, m
 }
 
 func post(h http.Handler, target, body string, hdr ...string) *httptest.ResponseRecorder {
@@ -226,4 +234,36 @@ func FuzzBatchHandler(f *testing.F) {
 			t.Fatalf("%d keys answered of %d, version %q", n, len(keys), a.Version)
 		}
 	})
+}
+
+// TestBatchCorruptBlock: a key whose block fails its checksum is failed
+// with the status its GET answers (503, the partition being rebuilt), so
+// that a router asks another replica for it; the batch's other keys are
+// answered.
+func TestBatchCorruptBlock(t *testing.T) {
+	storeDir := t.TempDir()
+	h, _ := newBatchServerIn(t, storeDir, nil, Options{})
+	recs := oddRecords()
+	var keys [][]byte
+	for _, r := range recs {
+		keys = append(keys, r.Key)
+	}
+	p := hashring.Partition(recs[0].Key, 4)
+	testutil.CorruptFirstBlock(t, filepath.Join(storeDir, "odd", "v1", "p-"+strconv.Itoa(p)))
+	rec := post(h, "/odd", batchBody(keys...))
+	a, err := wire.DecodeBatchAnswer(rec.Body.Bytes())
+	if rec.Code != 200 || err != nil {
+		t.Fatalf("status %d %v: %s", rec.Code, err, rec.Body)
+	}
+	if len(a.Failed) == 0 {
+		t.Fatalf("no key failed with partition %d's first block corrupt: found %d", p, len(a.Found))
+	}
+	for k, reason := range a.Failed {
+		if wire.FailStatus(reason) != wire.StatusUnavailable {
+			t.Errorf("key %q failed with %q; want the 503 a GET of it answers", k, reason)
+		}
+	}
+	if len(a.Found)+len(a.Missing)+len(a.Failed) != len(recs) || len(a.Found) == 0 {
+		t.Fatalf("found %d, missing %d, failed %d of %d keys", len(a.Found), len(a.Missing), len(a.Failed), len(recs))
+	}
 }
