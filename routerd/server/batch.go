@@ -88,9 +88,12 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	}
 	h := w.Header()
 	h[wire.HeaderVersion] = []string{version}
+	if p := st.Pin(db); p != "" {
+		h[wire.HeaderPin] = []string{p}
+	}
 	v := versions[version]
 	if v == nil {
-		return httpError(w, http.StatusBadGateway, "no replica of the served version is known")
+		return httpError(w, wire.StatusNoReplica, "no replica of the served version is known")
 	}
 
 	keys := distinct(parsed)

@@ -83,6 +83,12 @@ func newBatchTestServer(t testing.TB, cacheBytes int64) (*Server, *batchNodes) {
 	t.Helper()
 	mir := topo.NewMirror()
 	mir.Publish(twoNodeMap())
+	return newBatchTestServerOn(t, mir, cacheBytes)
+}
+
+// newBatchTestServerOn is newBatchTestServer on a given map mirror.
+func newBatchTestServerOn(t testing.TB, mir *topo.Mirror, cacheBytes int64) (*Server, *batchNodes) {
+	t.Helper()
 	f := &batchNodes{status: map[string]int{}, notHeld: map[string]bool{}, corrupt: map[string]bool{}}
 	s, err := New(Options{Watcher: mir, Upstream: f, CacheBytes: cacheBytes,
 		ProxyTimeout: testProxyTimeout, ProxyStageTimeout: testProxyTimeout / 2,
@@ -245,6 +251,19 @@ func TestBatchRetriesUnavailableKeys(t *testing.T) {
 	_, a := postBatch(t, s, "/db", "rot1\nfine\n")
 	if a == nil || len(a.Found) != 1 || wire.FailStatus(a.Failed["rot1"]) != wire.StatusUnavailable {
 		t.Fatalf("every replica rebuilding: %+v", a)
+	}
+}
+
+// TestBatchPinHeader: a batch from a db a _PIN holds says so, as a GET.
+func TestBatchPinHeader(t *testing.T) {
+	mir := topo.NewMirror()
+	m := twoNodeMap()
+	m.Pins = map[string]topo.Pin{"db": {Version: "v1", Generation: 2}}
+	mir.Publish(m)
+	s, _ := newBatchTestServerOn(t, mir, 0)
+	rec, a := postBatch(t, s, "/db", "x\n")
+	if a == nil || a.Version != "v1" || rec.Header().Get(wire.HeaderPin) != "v1" {
+		t.Fatalf("pinned batch: %+v %v", a, rec.Header())
 	}
 }
 
