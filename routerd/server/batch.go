@@ -69,32 +69,12 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		return httpError(w, wire.BatchStatus(err), err.Error())
 	}
 	s.bm.keys.Observe(float64(len(parsed)))
-	st := s.table.Current()
-	versions := st.Map.DBs[db]
-	var version string
-	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
-		version = vs[0]
+	c, code := s.chooseVersion(w, r, db)
+	if code != 0 {
+		return code
 	}
-	pinned := version != ""
-	switch {
-	case versions == nil:
-		return httpError(w, http.StatusNotFound, "no such db")
-	case pinned && versions[version] == nil:
-		return httpError(w, wire.StatusVersionGone, "version not held by any replica")
-	case !pinned:
-		if version = st.Served(db); version == "" {
-			return httpError(w, http.StatusNotFound, "db has no complete version yet")
-		}
-	}
-	h := w.Header()
-	h[wire.HeaderVersion] = []string{version}
-	if p := st.Pin(db); p != "" {
-		h[wire.HeaderPin] = []string{p}
-	}
-	v := versions[version]
-	if v == nil {
-		return httpError(w, wire.StatusNoReplica, "no replica of the served version is known")
-	}
+	st, version, v, pinned := c.st, c.version, c.v, c.pinned
+	w.Header()[wire.HeaderVersion] = []string{version}
 
 	keys := distinct(parsed)
 	outs := make([]outcome, len(keys))

@@ -178,39 +178,60 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// lookup answers one key and returns the status it wrote. A request that
-// pins no version never gets 410: routerd chose the version for it.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) int {
-	st := s.table.Current()
-	versions := st.Map.DBs[t.DB]
+// choice is the version a request is answered from.
+type choice struct {
+	st      *partmap.State
+	version string
+	v       *topo.Version
+	pinned  bool // the client pinned version
+}
+
+// chooseVersion picks the version a request for db is answered from: the
+// one it pins (X-Sequins-Version), else the one partmap serves. When
+// there is none to ask it answers the request itself and returns the
+// status it wrote; otherwise code is 0. It sets X-Spangle-Pin while a pin
+// holds the db. A request that pins no version never gets 410: routerd
+// chose the version for it.
+func (s *Server) chooseVersion(w http.ResponseWriter, r *http.Request, db string) (c choice, code int) {
+	c.st = s.table.Current()
+	versions := c.st.Map.DBs[db]
 	// The header name is canonical, as net/http stores it: index the map
 	// without Get's canonicalization.
-	var version string
 	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
-		version = vs[0]
+		c.version = vs[0]
 	}
-	pinned := version != ""
+	c.pinned = c.version != ""
 	switch {
 	case versions == nil:
-		return httpError(w, http.StatusNotFound, "no such db")
-	case pinned && versions[version] == nil:
-		return httpError(w, wire.StatusVersionGone, "version not held by any replica")
-	case !pinned:
-		if version = st.Served(t.DB); version == "" {
-			return httpError(w, http.StatusNotFound, "db has no complete version yet")
+		return c, httpError(w, http.StatusNotFound, "no such db")
+	case c.pinned && versions[c.version] == nil:
+		return c, httpError(w, wire.StatusVersionGone, "version not held by any replica")
+	case !c.pinned:
+		if c.version = c.st.Served(db); c.version == "" {
+			return c, httpError(w, http.StatusNotFound, "db has no complete version yet")
 		}
 	}
 	h := w.Header()
-	if p := st.Pin(t.DB); p != "" {
+	if p := c.st.Pin(db); p != "" {
 		h[wire.HeaderPin] = []string{p}
 	}
-	v := versions[version]
-	if v == nil {
+	if c.v = versions[c.version]; c.v == nil {
 		// The served version left the map, and an older one is never
 		// served instead.
-		h[wire.HeaderVersion] = []string{version}
-		return httpError(w, wire.StatusNoReplica, "no replica of the served version is known")
+		h[wire.HeaderVersion] = []string{c.version}
+		return c, httpError(w, wire.StatusNoReplica, "no replica of the served version is known")
 	}
+	return c, 0
+}
+
+// lookup answers one key and returns the status it wrote.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) int {
+	c, code := s.chooseVersion(w, r, t.DB)
+	if code != 0 {
+		return code
+	}
+	st, version, v, pinned := c.st, c.version, c.v, c.pinned
+	h := w.Header()
 	// A hit skips building the fill function and the request. It is
 	// answered even while no replica is reachable: a version never
 	// changes, so the cached value is still the version's value.
