@@ -85,16 +85,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 			return httpError(w, r, wire.StatusUnavailable, "cancelled")
 		}
 	}
-	var pinned string
-	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
-		pinned = vs[0]
-	}
-	v, err := s.opts.Versions.Acquire(db, pinned)
-	if err != nil {
-		if errors.Is(err, versions.ErrVersionNotHeld) {
-			return httpError(w, r, wire.StatusVersionGone, "version not held")
-		}
-		return httpError(w, r, http.StatusNotFound, "no such db")
+	v, code := s.acquire(w, r, db)
+	if code != 0 {
+		return code
 	}
 	a := wire.NewBatchAnswer(v.Name, len(keys))
 	notHeld := 0

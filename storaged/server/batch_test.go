@@ -153,7 +153,7 @@ func TestBatchContract(t *testing.T) {
 		version            string
 	}{
 		{"pinned", "/odd", "%2F\n", []string{wire.HeaderVersion, "v1"}, 200, "v1"},
-		{"pinned not held", "/odd", "%2F\n", []string{wire.HeaderVersion, "v0"}, 410, ""},
+		{"pinned not held: 410 names the version served, as a GET", "/odd", "%2F\n", []string{wire.HeaderVersion, "v0"}, 410, "v1"},
 		{"no such db", "/nope", "%2F\n", nil, 404, ""},
 		{"empty line", "/odd", "a\n\nb\n", nil, 400, ""},
 		{"bad escape", "/odd", "%zz\n", nil, 400, ""},

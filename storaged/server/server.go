@@ -190,21 +190,9 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 			return httpError(w, r, wire.StatusUnavailable, "cancelled")
 		}
 	}
-	var pinned string
-	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
-		pinned = vs[0]
-	}
-	v, err := s.opts.Versions.Acquire(db, pinned)
-	if err != nil {
-		if errors.Is(err, versions.ErrVersionNotHeld) {
-			// The header tells a router whether this node knows the db
-			// at all: without it, the db is gone here.
-			if cur := s.opts.Versions.CurrentVersion(db); cur != "" {
-				w.Header()[wire.HeaderVersion] = []string{cur}
-			}
-			return httpError(w, r, wire.StatusVersionGone, "version not held")
-		}
-		return httpError(w, r, http.StatusNotFound, "no such db")
+	v, code := s.acquire(w, r, db)
+	if code != 0 {
+		return code
 	}
 	buf := s.valueBuffer()
 	defer s.recycle(buf)
@@ -238,6 +226,31 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 		w.Write(val)
 	}
 	return http.StatusOK
+}
+
+// acquire takes the version a request for db is answered from: the one
+// it pins (X-Sequins-Version), else the active one; the caller releases
+// it. When there is none it answers the request itself and returns the
+// status it wrote; otherwise code is 0.
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request, db string) (v *versions.Version, code int) {
+	var pinned string
+	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
+		pinned = vs[0]
+	}
+	v, err := s.opts.Versions.Acquire(db, pinned)
+	switch {
+	case err == nil:
+		return v, 0
+	case errors.Is(err, versions.ErrVersionNotHeld):
+		// The header tells a router whether this node knows the db at
+		// all: without it, the db is gone here.
+		if cur := s.opts.Versions.CurrentVersion(db); cur != "" {
+			w.Header()[wire.HeaderVersion] = []string{cur}
+		}
+		return nil, httpError(w, r, wire.StatusVersionGone, "version not held")
+	default:
+		return nil, httpError(w, r, http.StatusNotFound, "no such db")
+	}
 }
 
 // maxPooledValue bounds the buffers kept for values: a rare huge value
