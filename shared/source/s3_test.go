@@ -113,7 +113,7 @@ func TestS3ResumesDroppedConnections(t *testing.T) {
 	proxy.CutAfter(64 << 10)
 	reg := prometheus.NewRegistry()
 	src, err := source.Open("s3://bkt", source.Options{Registerer: reg,
-		S3: source.S3Options{Endpoint: proxy.Endpoint(), Retries: 3, Backoff: time.Millisecond}})
+		S3: source.S3Options{Endpoint: s3test.ProxyEndpoint(proxy), Retries: 3, Backoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestS3ChangedObjectFails(t *testing.T) {
 	put(t, c, "bkt", "db/v1/part-00000", old)
 	proxy := srv.Proxy(t)
 	proxy.CutAfter(512 << 10)
-	src, err := source.Open("s3://bkt", source.Options{S3: source.S3Options{Endpoint: proxy.Endpoint(), Backoff: time.Millisecond}})
+	src, err := source.Open("s3://bkt", source.Options{S3: source.S3Options{Endpoint: s3test.ProxyEndpoint(proxy), Backoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"spangle/shared/s3test"
 	"spangle/shared/seqfile"
+	"spangle/shared/tcpproxy"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 )
@@ -25,7 +26,7 @@ const (
 // s3Setup starts versitygw with a proxy in front of it, writes version
 // v1 into the bucket, and points the AWS chain of the storaged processes
 // the test starts (they inherit the environment) at the proxy.
-func s3Setup(t *testing.T) (*s3test.Server, *s3test.Proxy, string) {
+func s3Setup(t *testing.T) (*s3test.Server, *tcpproxy.Proxy, string) {
 	t.Helper()
 	srv := s3test.Start(t)
 	proxy := srv.Proxy(t)
@@ -33,7 +34,7 @@ func s3Setup(t *testing.T) (*s3test.Server, *s3test.Proxy, string) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.Endpoint())
+	t.Setenv("AWS_ENDPOINT_URL_S3", s3test.ProxyEndpoint(proxy))
 	dir := filepath.Join(srv.Bucket(s3Bucket), "batch")
 	writeS3Version(t, dir, "v1")
 	return srv, proxy, dir
@@ -99,7 +100,7 @@ func TestS3UnreachableAtStart(t *testing.T) {
 	waitActive(t, 2*time.Minute, testDB, "v1", n)
 	n.Stop()
 
-	proxy.Down()
+	proxy.Cut()
 	n.Restart()
 	waitActive(t, time.Minute, testDB, "v1", n)
 	if failed, first := readAll(n); failed > 0 {
@@ -117,7 +118,7 @@ func TestS3UnreachableAtStart(t *testing.T) {
 		t.Fatalf("status page: %+v, %v; want the source error", st.Source, err)
 	}
 
-	proxy.Up()
+	proxy.Heal()
 	writeS3Version(t, dir, "v2")
 	waitActive(t, 2*time.Minute, testDB, "v2", n)
 	if _, still := n.healthz()[wire.HealthSource]; still {

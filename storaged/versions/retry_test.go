@@ -13,6 +13,7 @@ import (
 	"spangle/shared/s3test"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
+	"spangle/shared/tcpproxy"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/loader"
@@ -113,7 +114,7 @@ func TestRetryDelay(t *testing.T) {
 
 // s3Harness runs a manager on a versitygw bucket reached through a proxy
 // the test can take down, with version v1 of db loaded.
-func s3Harness(t *testing.T, mod func(*Options)) (*harness, *s3test.Proxy, string) {
+func s3Harness(t *testing.T, mod func(*Options)) (*harness, *tcpproxy.Proxy, string) {
 	t.Helper()
 	srv := s3test.Start(t)
 	proxy := srv.Proxy(t)
@@ -124,7 +125,7 @@ func s3Harness(t *testing.T, mod func(*Options)) (*harness, *s3test.Proxy, strin
 	dir := filepath.Join(srv.Bucket("bkt"), "root")
 	writeBig(t, dir, "v1")
 	src, err := source.Open("s3://bkt/root", source.Options{S3: source.S3Options{
-		Endpoint: proxy.Endpoint(), Retries: 2, Backoff: 5 * time.Millisecond}})
+		Endpoint: s3test.ProxyEndpoint(proxy), Retries: 2, Backoff: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +150,9 @@ func writeBig(t *testing.T, dir, version string) {
 
 // failV2 writes v2 and takes the proxy down 200 kB into its load (in its
 // first file); v2 fails with a transient error while v1 keeps serving.
-func failV2(t *testing.T, h *harness, proxy *s3test.Proxy, dir string) {
+func failV2(t *testing.T, h *harness, proxy *tcpproxy.Proxy, dir string) {
 	t.Helper()
-	proxy.AfterBytes(200<<10, proxy.Down)
+	proxy.AfterBytes(200<<10, proxy.Cut)
 	writeBig(t, dir, "v2")
 	h.m.Refresh()
 	h.waitState("db", "v2", wire.StateError)
@@ -174,7 +175,7 @@ func TestTransientFailureRetried(t *testing.T) {
 	if _, _, failed := h.m.Counts(); failed < 1 {
 		t.Fatalf("failed loads: %d", failed)
 	}
-	proxy.Up()
+	proxy.Heal()
 	h.waitState("db", "v2", wire.StateActive)
 	if val, name, err := h.get("db", "", "key-000004"); err != nil || name != "v2" || val != "value-4-v2" {
 		t.Fatalf("after S3 came back: %q from %s, %v; want v2's value", val, name, err)
@@ -196,7 +197,7 @@ func TestRefreshRetriesAtOnce(t *testing.T) {
 		t.Fatalf("a corrupt version's reason %q says it will be retried", r)
 	}
 	failV2(t, h, proxy, dir)
-	proxy.Up()
+	proxy.Heal()
 	// An hour of backoff: only a Refresh brings v2 back.
 	h.m.Scan(context.Background())
 	if s := h.state("db", "v2"); s != wire.StateError {

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"spangle/shared/tcpproxy"
 	"spangle/shared/topo"
 	"spangle/shared/topo/topotest"
 	"spangle/shared/topo/zktopo"
@@ -51,8 +52,8 @@ func open(t testing.TB, servers ...string) *zktopo.Conn {
 // session expires.
 func proxiedConns(srv *zktest.Server) topotest.Backend {
 	var mu sync.Mutex
-	proxies := map[topo.Conn]*zktest.Proxy{}
-	proxy := func(c topo.Conn) *zktest.Proxy {
+	proxies := map[topo.Conn]*tcpproxy.Proxy{}
+	proxy := func(c topo.Conn) *tcpproxy.Proxy {
 		mu.Lock()
 		defer mu.Unlock()
 		return proxies[c]
