@@ -10,14 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"spangle/routerd/config"
-
 	"spangle/shared/topo"
-	"spangle/shared/topo/zktopo"
 	"spangle/shared/wire"
 	"spangle/shared/zktest"
 )
@@ -124,28 +120,12 @@ func TestPinRollback(t *testing.T) {
 		nodes = append(nodes, startClusterStoraged(t, zks.Addr(), cluster, root,
 			"--config", conf, "--refresh-period", "1s", "--version-retention", "2s"))
 	}
-	w, err := zktopo.OpenWatcher(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: cluster})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	waitMap(t, w, time.Minute, func(m *topo.Map) string {
-		if len(m.Nodes) != len(nodes) {
-			return fmt.Sprintf("%d nodes registered, want %d", len(m.Nodes), len(nodes))
-		}
-		return ""
-	})
+	w := watchRegistered(t, zks.Addr(), cluster, nodes)
 	writeVersion(t, root, testDB, "v1", testParts, testKeys)
-	for _, n := range nodes {
-		n.Signal(syscall.SIGHUP)
-	}
+	rescanAll(nodes)
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
 
-	cfg := config.Default()
-	cfg.ZK.Servers = []string{zks.Addr()}
-	cfg.Sharding.ClusterName = cluster
-	cfg.CacheSize = 0
-	cfg.ProxyTimeout = failoverTimeout
+	cfg := zkRouterdConfig(zks.Addr(), cluster)
 	rds := []*routerd{startRouterd(t, cfg, nil, testDB), startRouterd(t, cfg, nil, testDB)}
 	bases := []string{rds[0].base, rds[1].base}
 	waitAll := func(version, pin string) {

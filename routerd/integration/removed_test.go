@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"spangle/routerd/config"
 	"spangle/shared/topo"
-	"spangle/shared/topo/zktopo"
 	"spangle/shared/wire"
 	"spangle/shared/zktest"
 )
@@ -36,30 +34,14 @@ func TestRemovedDBIsNotFoundOnZooKeeper(t *testing.T) {
 		startClusterStoraged(t, zks.Addr(), cluster, root),
 		startClusterStoraged(t, zks.Addr(), cluster, root),
 	}
-	w, err := zktopo.OpenWatcher(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: cluster})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	waitMap(t, w, time.Minute, func(m *topo.Map) string {
-		if len(m.Nodes) != len(nodes) {
-			return fmt.Sprintf("%d nodes registered, want %d", len(m.Nodes), len(nodes))
-		}
-		return ""
-	})
+	w := watchRegistered(t, zks.Addr(), cluster, nodes)
 	writeVersion(t, root, testDB, "v1", testParts, testKeys)
 	writeVersion(t, root, keep, "v1", testParts, 100)
-	for _, n := range nodes {
-		n.Signal(syscall.SIGHUP)
-	}
+	rescanAll(nodes)
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
 	waitMap(t, w, time.Minute, fullyReplicated(keep, "v1", 2))
 
-	cfg := config.Default()
-	cfg.ZK.Servers = []string{zks.Addr()}
-	cfg.Sharding.ClusterName = cluster
-	cfg.CacheSize = 0
-	cfg.ProxyTimeout = failoverTimeout
+	cfg := zkRouterdConfig(zks.Addr(), cluster)
 	rd := startRouterd(t, cfg, nil, testDB)
 	rd.waitServed(t, keep, "v1", 30*time.Second)
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
@@ -72,9 +54,7 @@ func TestRemovedDBIsNotFoundOnZooKeeper(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, testDB)); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
-		n.Signal(syscall.SIGHUP)
-	}
+	rescanAll(nodes)
 	// The entries go once every node has withdrawn: ZooKeeper's map
 	// drops the db, and routerd with it.
 	waitNotFound(t, client, rd.base+path, w)
@@ -119,27 +99,11 @@ func TestRemovedDBWhileANodeIsDead(t *testing.T) {
 		startClusterStoraged(t, zks.Addr(), cluster, root, "--zk-session-timeout", deadSession.String()),
 	}
 	dead := nodes[2]
-	w, err := zktopo.OpenWatcher(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: cluster})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	waitMap(t, w, time.Minute, func(m *topo.Map) string {
-		if len(m.Nodes) != len(nodes) {
-			return fmt.Sprintf("%d nodes registered, want %d", len(m.Nodes), len(nodes))
-		}
-		return ""
-	})
+	w := watchRegistered(t, zks.Addr(), cluster, nodes)
 	writeVersion(t, root, testDB, "v1", testParts, testKeys)
-	for _, n := range nodes {
-		n.Signal(syscall.SIGHUP)
-	}
+	rescanAll(nodes)
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
-	cfg := config.Default()
-	cfg.ZK.Servers = []string{zks.Addr()}
-	cfg.Sharding.ClusterName = cluster
-	cfg.CacheSize = 0
-	cfg.ProxyTimeout = failoverTimeout
+	cfg := zkRouterdConfig(zks.Addr(), cluster)
 	rd := startRouterd(t, cfg, nil, testDB)
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: time.Minute}
 	defer client.CloseIdleConnections()

@@ -50,6 +50,43 @@ func fullyReplicated(db, version string, want int) func(*topo.Map) string {
 	}
 }
 
+// watchRegistered watches the cluster's map in ZooKeeper at zkAddr, closed
+// at the test's end, and waits until every node is registered, so that a
+// version written next is dealt over all of them.
+func watchRegistered(t *testing.T, zkAddr, cluster string, nodes []*storaged) topo.Watcher {
+	t.Helper()
+	w, err := zktopo.OpenWatcher(zktopo.Options{Servers: []string{zkAddr}, Cluster: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	waitMap(t, w, time.Minute, func(m *topo.Map) string {
+		if len(m.Nodes) != len(nodes) {
+			return fmt.Sprintf("%d nodes registered, want %d", len(m.Nodes), len(nodes))
+		}
+		return ""
+	})
+	return w
+}
+
+// rescanAll has every node re-scan its source (SIGHUP).
+func rescanAll(nodes []*storaged) {
+	for _, n := range nodes {
+		n.Signal(syscall.SIGHUP)
+	}
+}
+
+// zkRouterdConfig is a routerd discovering the cluster in ZooKeeper at
+// zkAddr, with no cache, so that every read reaches a storaged.
+func zkRouterdConfig(zkAddr, cluster string) config.Config {
+	cfg := config.Default()
+	cfg.ZK.Servers = []string{zkAddr}
+	cfg.Sharding.ClusterName = cluster
+	cfg.CacheSize = 0
+	cfg.ProxyTimeout = failoverTimeout
+	return cfg
+}
+
 // TestKill9DuringReadsOnZooKeeper: three storaged processes in cluster
 // mode (replication 2) register in a real ZooKeeper; routerd discovers
 // them there (--zk). While 8 readers loop over all keys, one storaged is
@@ -67,30 +104,12 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 		startClusterStoraged(t, zks.Addr(), cluster, root),
 		startClusterStoraged(t, zks.Addr(), cluster, root),
 	}
-	w, err := zktopo.OpenWatcher(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: cluster})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	// The version appears only once every node is registered, so that
-	// the ring deals it over all three.
-	waitMap(t, w, time.Minute, func(m *topo.Map) string {
-		if len(m.Nodes) != len(nodes) {
-			return fmt.Sprintf("%d nodes registered, want %d", len(m.Nodes), len(nodes))
-		}
-		return ""
-	})
+	w := watchRegistered(t, zks.Addr(), cluster, nodes)
 	writeVersion(t, root, testDB, "v1", testParts, testKeys)
-	for _, n := range nodes {
-		n.Signal(syscall.SIGHUP)
-	}
+	rescanAll(nodes)
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))
 
-	cfg := config.Default()
-	cfg.ZK.Servers = []string{zks.Addr()}
-	cfg.Sharding.ClusterName = cluster
-	cfg.CacheSize = 0
-	cfg.ProxyTimeout = failoverTimeout
+	cfg := zkRouterdConfig(zks.Addr(), cluster)
 	cfg.ProxyStageTimeout = 100 * time.Millisecond
 	cfg.HedgeBudget = 0
 	rd := startRouterd(t, cfg, nil, testDB)
