@@ -233,7 +233,9 @@ func (n *Node) Begin(force bool) (*Call, bool) {
 // the failure penalty.
 func (c *Call) End(o Outcome) {
 	n := c.n
-	n.outstanding.Add(-1)
+	// The call stops counting as outstanding only once its outcome is
+	// recorded, so whoever waits for Outstanding to reach 0 sees it.
+	defer n.outstanding.Add(-1)
 	now := time.Now()
 	d := now.Sub(c.start)
 	if (o == Failure || o == Shed) && d < n.penalty {
