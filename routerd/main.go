@@ -42,7 +42,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	go gcpace.Run(ctx, cfg.GCHeadroom, time.Second)
+	go gcpace.Run(ctx, cfg.GCHeadroom, gcpace.DefaultFloor, time.Second)
 	if err := daemon.Run(ctx, cfg, log); err != nil {
 		log.Error("routerd: stopped", zap.Error(err))
 		os.Exit(1)

@@ -9,11 +9,14 @@
 // under load, each mark phase taking a share of the CPUs for 2-7 ms, and
 // on a small machine that is what sets the tail of request latency. gcpace
 // lets the heap grow by a fixed headroom past its live size before
-// collecting, and never by less than GOGC=100 would: the percentage it sets
-// is max(100, 100*headroom/live), re-read as the live size changes (a
-// version loaded or dropped, a cache filling). A heap whose live size is at
-// least the headroom (routerd with its cache full) runs at GOGC=100 as
-// before.
+// collecting, and never by less than a floor percentage of it: the
+// percentage it sets is max(floor, 100*headroom/live), re-read as the live
+// size changes (a version loaded or dropped, a cache filling). routerd's
+// floor is GOGC=100: its hot-key cache, once full, is live heap full of
+// pointers that every collection marks. storaged's is 25: its large live
+// heap (the tables' indexes and filters, several hundred MB at 100M keys)
+// is flat byte slices that cost nothing to mark, and GOGC=100 would double
+// the node's memory for them.
 //
 // The collector's settings are the process's, so only a main package
 // should call Run, and it does nothing when the operator set GOGC.

@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// minPercent is Go's default, GOGC=100: Run never sets less.
-const minPercent = 100
+// DefaultFloor is Go's default, GOGC=100: the least percentage Run sets
+// for a heap whose live part is mostly pointers, which each collection
+// marks (routerd's hot-key cache).
+const DefaultFloor = 100
 
 // minHeap is the runtime's smallest heap goal at GOGC=100. GOGC scales it
 // too, so Percent counts a live heap as at least this much: otherwise a
@@ -24,19 +26,25 @@ var scaledMetrics = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc
 
 // Percent is the GOGC percentage that lets the heap grow by at least
 // headroom bytes before the next collection, where live is what GOGC
-// scales (see scaledMetrics), and by at least as much as GOGC=100 would.
-func Percent(live, headroom int64) int {
+// scales (see scaledMetrics), and by at least floor percent of live.
+//
+// A floor below 100 suits a heap whose live part is large and free of
+// pointers, as storaged's table indexes and bloom filters are (a few
+// bytes a key, 200 MB and more at 100M keys): marking them costs nothing
+// per byte, so collecting more often is cheap, while GOGC=100 would let
+// the heap grow to twice their size.
+func Percent(live, headroom int64, floor int) int {
 	if headroom <= 0 {
-		return minPercent
+		return DefaultFloor
 	}
-	return int(max(headroom*100/max(live, minHeap), minPercent))
+	return int(max(headroom*100/max(live, minHeap), int64(max(floor, 1))))
 }
 
-// Run sets the collector's percentage from the live heap now and then
-// every interval until ctx ends, and on return puts back the percentage
-// it found. It returns at once when headroom is not positive or when the
+// Run sets the collector's percentage (Percent, with floor) from the live
+// heap now and then every interval until ctx ends, and on return puts
+// back the percentage it found. It returns at once when headroom is not positive or when the
 // GOGC environment variable is set: the operator's setting wins.
-func Run(ctx context.Context, headroom int64, every time.Duration) {
+func Run(ctx context.Context, headroom int64, floor int, every time.Duration) {
 	if headroom <= 0 || os.Getenv("GOGC") != "" {
 		return
 	}
@@ -54,7 +62,7 @@ func Run(ctx context.Context, headroom int64, every time.Duration) {
 			}
 			live += int64(s.Value.Uint64())
 		}
-		p := Percent(live, headroom)
+		p := Percent(live, headroom, floor)
 		// Small changes are left alone: each setting recomputes the
 		// collector's goal under the heap lock.
 		if set < 0 || p < set*9/10 || p > set*11/10 {
@@ -62,7 +70,7 @@ func Run(ctx context.Context, headroom int64, every time.Duration) {
 			set = p
 		}
 	}
-	old := debug.SetGCPercent(minPercent)
+	old := debug.SetGCPercent(DefaultFloor)
 	defer debug.SetGCPercent(old)
 	pace()
 	t := time.NewTicker(every)

@@ -13,18 +13,22 @@ func TestPercent(t *testing.T) {
 	const mb = 1 << 20
 	for _, c := range []struct {
 		live, headroom int64
+		floor          int
 		want           int
 	}{
-		{6 * mb, 64 * mb, 1066},  // storaged serving: a small live heap
-		{64 * mb, 64 * mb, 100},  // live as large as the headroom: GOGC=100
-		{200 * mb, 64 * mb, 100}, // never below GOGC=100
-		{1024, 64 * mb, 1600},    // a near-empty heap counts as Go's 4 MB minimum
-		{0, 64 * mb, 1600},       // no collection yet
-		{6 * mb, 0, minPercent},  // headroom off
-		{40 * mb, 64 * mb, 160},  // a 10M-key version's indexes and filters
+		{6 * mb, 64 * mb, DefaultFloor, 1066},   // storaged serving: a small live heap
+		{64 * mb, 64 * mb, DefaultFloor, 100},   // live as large as the headroom: GOGC=100
+		{200 * mb, 64 * mb, DefaultFloor, 100},  // never below GOGC=100
+		{1024, 64 * mb, DefaultFloor, 1600},     // a near-empty heap counts as Go's 4 MB minimum
+		{0, 64 * mb, DefaultFloor, 1600},        // no collection yet
+		{6 * mb, 0, DefaultFloor, DefaultFloor}, // headroom off
+		{40 * mb, 64 * mb, DefaultFloor, 160},   // a 10M-key version's indexes and filters
+		{256 * mb, 32 * mb, 25, 25},             // storaged at 100M keys: a quarter of live, not all of it
+		{64 * mb, 32 * mb, 25, 50},              // the headroom still wins when it is more
+		{1024 * mb, 4 * mb, 0, 1},               // a floor below 1 counts as 1
 	} {
-		if got := Percent(c.live, c.headroom); got != c.want {
-			t.Errorf("Percent(%d, %d) = %d, want %d", c.live, c.headroom, got, c.want)
+		if got := Percent(c.live, c.headroom, c.floor); got != c.want {
+			t.Errorf("Percent(%d, %d, %d) = %d, want %d", c.live, c.headroom, c.floor, got, c.want)
 		}
 	}
 }
@@ -41,16 +45,16 @@ func TestRunSetsAndRestores(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Run(ctx, 1<<30, time.Millisecond)
+		Run(ctx, 1<<30, DefaultFloor, time.Millisecond)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p := gogc()
-		if p > minPercent {
+		if p > DefaultFloor {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GC percent still %d, want above %d with 1 GiB of headroom", p, minPercent)
+			t.Fatalf("GC percent still %d, want above %d with 1 GiB of headroom", p, DefaultFloor)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -74,9 +78,9 @@ func TestRunOff(t *testing.T) {
 	before := debug.SetGCPercent(55)
 	defer debug.SetGCPercent(before)
 	t.Setenv("GOGC", "")
-	Run(context.Background(), 0, time.Millisecond)
+	Run(context.Background(), 0, DefaultFloor, time.Millisecond)
 	t.Setenv("GOGC", "55")
-	Run(context.Background(), 1<<30, time.Millisecond)
+	Run(context.Background(), 1<<30, DefaultFloor, time.Millisecond)
 	if p := debug.SetGCPercent(before); p != 55 {
 		t.Errorf("GC percent %d, want 55 untouched", p)
 	}

@@ -39,6 +39,9 @@ func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []s
 // copyFromPeers copies partition p of db/version into dir from the first
 // of peers that gives it.
 func copyFromPeers(ctx context.Context, client *http.Client, log *zap.Logger, peers []string, db, version string, p int, dir string) error {
+	if len(peers) == 0 {
+		return versions.ErrNoPeer
+	}
 	for _, peer := range peers {
 		err := transfer.Fetch(ctx, client, peer, db, version, p, dir)
 		if err == nil {
@@ -55,8 +58,8 @@ func copyFromPeers(ctx context.Context, client *http.Client, log *zap.Logger, pe
 }
 
 // peerCopier is the version manager's Hooks.CopyPartition in cluster
-// mode: a corrupt partition is copied from the other replicas the
-// cluster map lists.
+// mode: a partition (corrupt, or of a version being loaded) is copied
+// from the other replicas the cluster map lists.
 func peerCopier(conn topo.Conn, self string, client *http.Client, log *zap.Logger) func(ctx context.Context, db, version string, p int, dir string) error {
 	return func(ctx context.Context, db, version string, p int, dir string) error {
 		var peers []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -190,8 +191,10 @@ func (m *Manager) setReason(vs *vstate, reason string) {
 }
 
 // build returns the opened version, reusing a complete local copy that
-// matches the source (pending is nil), else loading it from the source
-// (pending says what makeDurable must finish).
+// matches the source (pending is nil), else loading it (pending says what
+// makeDurable must finish): each partition that peers already serve is
+// copied from one of them (copyFromPeers), the rest is built from the
+// source.
 func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int) (v *Version, pending *pendingBuild, err error) {
 	st := m.opts.Store
 	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) {
@@ -215,17 +218,24 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	if err := st.WriteManifest(man); err != nil {
 		return nil, nil, localErr(err)
 	}
-	lopts := m.opts.Loader
-	lopts.Limit = m.limit
-	lopts.Log = m.log
-	res, err := loader.Load(ctx, loader.Request{
-		Source: m.opts.Source, DB: db, Version: name, Files: files, Held: held,
-		Dir: func(p int) string { return st.PartitionDir(db, name, p) },
-	}, lopts)
+	rest, err := m.copyFromPeers(ctx, db, name, held)
 	if err != nil {
 		return nil, nil, err
 	}
-	m.metrics.records.Add(float64(res.Records))
+	var res loader.Result
+	if len(rest) > 0 {
+		lopts := m.opts.Loader
+		lopts.Limit = m.limit
+		lopts.Log = m.log
+		res, err = loader.Load(ctx, loader.Request{
+			Source: m.opts.Source, DB: db, Version: name, Files: files, Held: rest,
+			Dir: func(p int) string { return st.PartitionDir(db, name, p) },
+		}, lopts)
+		if err != nil {
+			return nil, nil, err
+		}
+		m.metrics.records.Add(float64(res.Records))
+	}
 	if v, err = m.open(db, name, len(files), created, held); err != nil {
 		return nil, nil, localErr(err)
 	}
@@ -369,4 +379,47 @@ func (m *Manager) cleanLocalStore() {
 // from the local store, and failed, since New.
 func (m *Manager) Counts() (loaded, reused, failed int64) {
 	return m.loadedN.Load(), m.reusedN.Load(), m.failedN.Load()
+}
+
+// copyFromPeers is the peers-first half of a load in cluster mode: each
+// of held that another node already serves (a version pinned again after
+// this node deleted it, or one this node lost with its disk) is copied
+// from a peer and checked block by block, which reads nothing from the
+// source. It returns the partitions left to build from the source: all
+// of held without Hooks.CopyPartition, those no peer gave otherwise.
+func (m *Manager) copyFromPeers(ctx context.Context, db, name string, held []int) (rest []int, err error) {
+	cp := m.opts.Hooks.CopyPartition
+	if cp == nil {
+		return held, nil
+	}
+	copied := 0
+	for _, p := range held {
+		dir := m.opts.Store.PartitionDir(db, name, p)
+		err := cp(ctx, db, name, p, dir)
+		if err == nil {
+			err = table.VerifyPartition(ctx, dir, nil)
+		}
+		if err == nil {
+			copied++
+			m.metrics.partitions.WithLabelValues(fromPeer).Inc()
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, ErrNoPeer) {
+			m.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", db),
+				zap.String("version", name), zap.Int("partition", p), zap.Error(err))
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, localErr(err)
+		}
+		rest = append(rest, p)
+	}
+	m.metrics.partitions.WithLabelValues(fromSource).Add(float64(len(rest)))
+	if copied > 0 {
+		m.log.Info("partitions copied from peers", zap.String("db", db), zap.String("version", name),
+			zap.Int("copied", copied), zap.Int("from_source", len(rest)))
+	}
+	return rest, nil
 }

@@ -48,8 +48,10 @@ type Hooks struct {
 	// is deleted, with the partitions it held.
 	BeforeRemove func(db, version string, partitions []int)
 	// CopyPartition copies partition p of db/version from a peer that
-	// serves it into dir, which it creates, to rebuild a corrupt one. nil,
-	// or an error, rebuilds it from the source.
+	// serves it into dir, which it creates: to rebuild a corrupt one, and
+	// to load a version other nodes already serve. nil, or an error
+	// (wrapping ErrNoPeer when no peer serves it), builds it from the
+	// source.
 	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
 	// DBRemoved lets the cluster forget a db the source no longer lists,
 	// once nothing of it is left on this node (after BeforeRemove of each

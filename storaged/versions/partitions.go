@@ -127,6 +127,7 @@ func (m *Manager) fillPartition(ctx context.Context, db, version string, files [
 		err := fill(ctx, dir)
 		if err == nil {
 			if err = table.VerifyPartition(ctx, dir, nil); err == nil {
+				m.metrics.partitions.WithLabelValues(fromPeer).Inc()
 				return fromPeer, nil
 			}
 		}
@@ -151,6 +152,8 @@ func (m *Manager) fillPartition(ctx context.Context, db, version string, files [
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
 	}
+	m.metrics.records.Add(float64(res.Records))
+	m.metrics.partitions.WithLabelValues(fromSource).Inc()
 	return fromSource, nil
 }
 

@@ -115,6 +115,7 @@ type metrics struct {
 	pinned      prometheus.Gauge
 	pinErrors   prometheus.Gauge
 	retries     prometheus.Counter
+	partitions  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -152,9 +153,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "spangle_storaged_version_load_retries_total",
 			Help: "Loads started again, with the same files, after a transient error (source unavailable, object changed, local disk).",
 		}),
+		partitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spangle_storaged_partitions_loaded_total",
+			Help: "Partitions of versions loaded, by where they came from: copied from a peer that served them, or built from the source.",
+		}, []string{"from"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.pinned, m.pinErrors, m.retries)
+		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.pinned, m.pinErrors, m.retries, m.partitions)
 	}
 	return m
 }

@@ -20,6 +20,9 @@ var (
 	ErrVersionNotHeld = errors.New("versions: version not held")
 	// ErrPartitionNotHeld: this node does not hold the key's partition.
 	ErrPartitionNotHeld = errors.New("versions: partition not held")
+	// ErrNoPeer: no other node serves the partition to copy it from
+	// (what Hooks.CopyPartition returns then, wrapped).
+	ErrNoPeer = errors.New("versions: no peer serves the partition")
 	// ErrNotFound: the version has no such key.
 	ErrNotFound = table.ErrNotFound
 	// ErrPartitionCorrupt: the key's block in this node's copy of the
