@@ -121,9 +121,13 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			writeV(t, root, "db", "v1")
 			release := make(chan struct{})
 			var peerCopy string // written before release is closed
+			var loaded atomic.Bool
 			h := start(t, root, t.TempDir(), func(o *Options) {
 				o.Loader.Build.BlockSize = 256 // several blocks per partition
 				o.Hooks.CopyPartition = func(ctx context.Context, db, version string, p int, dir string) error {
+					if !loaded.Load() {
+						return ErrNoPeer // the first load: no other node serves v1 yet
+					}
 					select {
 					case <-release:
 					case <-ctx.Done():
@@ -137,6 +141,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 				}
 			})
 			h.waitState("db", "v1", wire.StateActive)
+			loaded.Store(true)
 			p := hashring.Partition([]byte("key-000000"), 3)
 			keys := keysOf(p)
 			dir := h.store.PartitionDir("db", "v1", p)

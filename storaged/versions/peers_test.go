@@ -1,0 +1,48 @@
+package versions
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"spangle/shared/wire"
+)
+
+// TestLoadCopiesFromPeersFirst: a load asks Hooks.CopyPartition for each
+// partition first; what a peer gives is served as it came, checked, and
+// only the rest is built from the source.
+func TestLoadCopiesFromPeersFirst(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	peer := start(t, root, t.TempDir(), nil)
+	peer.waitState("db", "v1", wire.StateActive)
+	peer.stop()
+
+	var asked []int
+	h := start(t, root, t.TempDir(), func(o *Options) {
+		o.Hooks.CopyPartition = func(ctx context.Context, db, version string, p int, dir string) error {
+			asked = append(asked, p) // loads of one version are sequential
+			if p != 1 {
+				return fmt.Errorf("%w: partition %d", ErrNoPeer, p)
+			}
+			copyDir(t, peer.store.PartitionDir(db, version, p), dir)
+			return nil
+		}
+	})
+	h.waitState("db", "v1", wire.StateActive)
+	if fmt.Sprint(asked) != "[0 1 2]" {
+		t.Errorf("peers asked for partitions %v, want [0 1 2]", asked)
+	}
+	for i := 0; i < 300; i++ {
+		key := fmt.Sprintf("key-%06d", i)
+		if val, _, err := h.get("db", "", key); err != nil || val != fmt.Sprintf("value-%d-v1", i) {
+			t.Fatalf("%s: %q, %v", key, val, err)
+		}
+	}
+	met := h.m.metrics
+	if peer, src := testutil.ToFloat64(met.partitions.WithLabelValues(fromPeer)), testutil.ToFloat64(met.partitions.WithLabelValues(fromSource)); peer != 1 || src != 2 {
+		t.Errorf("partitions loaded: %v from a peer, %v from the source; want 1 and 2", peer, src)
+	}
+}
