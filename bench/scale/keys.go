@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -234,10 +235,16 @@ func evictFromPageCache(files []string) error {
 func readAll(dir string) error {
 	buf := make([]byte, 1<<20)
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
 		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // a temporary file storaged renamed meanwhile
+		}
 		if err != nil {
 			return fmt.Errorf("scale: %w", err)
 		}
