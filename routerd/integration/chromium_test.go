@@ -79,7 +79,7 @@ func checkStatusPage(t *testing.T, rd *routerd, m *topo.Map, db, version string)
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	page := renderStatusPage(t, rd.base+"/")
+	page := renderStatusPage(t, rd.base+"/"+db) // a db's partitions are on its own page
 	var problems []string
 	gotNodes := slices.Clone(page.nodes)
 	slices.Sort(gotNodes)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,7 +138,8 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, db string) 
 	if r.Method == http.MethodHead {
 		return
 	}
-	if err := statusPage.Execute(w, pageData(st, db)); err != nil {
+	pageNum, _ := strconv.Atoi(r.URL.Query().Get("page")) // not a number: the first page
+	if err := statusPage.Execute(w, pageData(st, db, pageNum)); err != nil {
 		s.log.Debug("server: writing status page failed")
 	}
 }
