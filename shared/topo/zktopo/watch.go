@@ -3,6 +3,7 @@ package zktopo
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"path"
 	"reflect"
 	"sort"
@@ -26,6 +27,22 @@ type cache struct {
 	// listed is set once both roots have been listed, so that the first
 	// map published says something.
 	listedNodes, listedDBs bool
+
+	// What changed since the last publish, so that publishing rebuilds
+	// only that (see publishMap): the dbs listed again, and whether the
+	// nodes or the pins were. rebuild asks for a map built from all of
+	// the cache (a root vanished, or nothing was published yet).
+	changedDBs                map[string]bool
+	nodesChanged, pinsChanged bool
+	rebuild                   bool
+}
+
+// markDB notes that db's part of the cache was listed again.
+func (ca *cache) markDB(db string) {
+	if ca.changedDBs == nil {
+		ca.changedDBs = map[string]bool{}
+	}
+	ca.changedDBs[db] = true
 }
 
 type versionCache struct {
@@ -123,16 +140,21 @@ func (c *Conn) list(ca *cache, p string) ([]string, error) {
 	parts := c.paths.Partitions()
 	switch {
 	case p == c.paths.Pins():
+		ca.pinsChanged = true
 		return c.listPins(ca, p)
 	case path.Dir(p) == c.paths.Pins():
+		ca.pinsChanged = true
 		return nil, c.readPin(ca, p)
 	case p == c.paths.Nodes():
+		ca.nodesChanged = true
 		return c.listNodes(ca, p)
 	case p == parts:
 		return c.listDBs(ca, p)
 	case path.Dir(p) == parts:
+		ca.markDB(path.Base(p))
 		return c.listDB(ca, path.Base(p), p)
 	case path.Dir(path.Dir(p)) == parts:
+		ca.markDB(path.Base(path.Dir(p)))
 		return nil, c.listVersion(ca, path.Base(path.Dir(p)), path.Base(p), p)
 	}
 	return nil, nil // an event of a path this loop does not follow
@@ -202,6 +224,7 @@ func (c *Conn) listDBs(ca *cache, p string) ([]string, error) {
 	if st == nil {
 		clear(ca.dbs)
 		ca.listedDBs = true
+		ca.rebuild = true
 		return nil, errNoRoot
 	}
 	var more []string
@@ -213,12 +236,14 @@ func (c *Conn) listDBs(ca *cache, p string) ([]string, error) {
 		seen[db] = true
 		if _, ok := ca.dbs[db]; !ok {
 			ca.dbs[db] = map[string]*versionCache{}
+			ca.markDB(db)
 			more = append(more, c.paths.DB(db))
 		}
 	}
 	for db := range ca.dbs {
 		if !seen[db] {
 			delete(ca.dbs, db)
+			ca.markDB(db)
 		}
 	}
 	ca.listedDBs = true
@@ -300,31 +325,106 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 }
 
 // publishMap publishes the cache as a map if it says something new.
+//
+// A change costs what it touched, not the whole cluster: the next map
+// shares with the current one (maps are immutable once published) every
+// db not listed again since, rebuilds the dbs that were, and compares only
+// those; the nodes and the pins likewise. What is left in proportion to
+// all dbs is one copy of the db -> versions index (pointers), made only
+// when some db did change. The first map, and any after a root vanished,
+// is built from all of the cache.
 func (c *Conn) publishMap(ca *cache) {
-	var b topo.Builder
-	for _, n := range ca.nodes {
-		b.AddNode(n)
-	}
-	for db, vs := range ca.dbs {
-		for v, vc := range vs {
-			b.AddVersion(db, v, vc.info)
-			for _, name := range vc.replicas {
-				if p, addr, err := topo.ParseReplicaName(name); err == nil {
-					b.AddReplica(db, v, p, addr)
-				}
-			}
-		}
-	}
-	for db, p := range ca.pins {
-		b.AddPin(db, p)
-	}
-	next := b.Build(0)
 	cur := c.mir.Map()
 	if cur.Revision == 0 && !(ca.listedNodes && ca.listedDBs) {
 		return
+	}
+	defer ca.clearChanges()
+	if cur.Revision == 0 || ca.rebuild {
+		c.publishWhole(ca, cur)
+		return
+	}
+	next := &topo.Map{Nodes: cur.Nodes, DBs: cur.DBs, Pins: cur.Pins}
+	changed := false
+	if ca.nodesChanged {
+		if nodes := buildNodes(ca); !reflect.DeepEqual(nodes, cur.Nodes) {
+			next.Nodes, changed = nodes, true
+		}
+	}
+	if ca.pinsChanged {
+		if pins := buildPins(ca); !reflect.DeepEqual(pins, cur.Pins) {
+			next.Pins, changed = pins, true
+		}
+	}
+	var dbs map[string]map[string]*topo.Version // cur.DBs copied on the first db that differs
+	for db := range ca.changedDBs {
+		vs := buildDB(ca, db)
+		if reflect.DeepEqual(vs, cur.DBs[db]) {
+			continue
+		}
+		if dbs == nil {
+			dbs = maps.Clone(cur.DBs)
+		}
+		if vs == nil {
+			delete(dbs, db)
+		} else {
+			dbs[db] = vs
+		}
+	}
+	if dbs != nil {
+		next.DBs, changed = dbs, true
+	}
+	if changed {
+		c.mir.Publish(next)
+	}
+}
+
+// publishWhole publishes a map built from all of the cache, if it
+// differs from cur.
+func (c *Conn) publishWhole(ca *cache, cur *topo.Map) {
+	next := &topo.Map{Nodes: buildNodes(ca), DBs: make(map[string]map[string]*topo.Version, len(ca.dbs)), Pins: buildPins(ca)}
+	for db := range ca.dbs {
+		if vs := buildDB(ca, db); vs != nil {
+			next.DBs[db] = vs
+		}
 	}
 	if cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) && reflect.DeepEqual(cur.Pins, next.Pins) {
 		return
 	}
 	c.mir.Publish(next)
+}
+
+func (ca *cache) clearChanges() {
+	clear(ca.changedDBs)
+	ca.nodesChanged, ca.pinsChanged, ca.rebuild = false, false, false
+}
+
+func buildNodes(ca *cache) map[string]topo.Node {
+	nodes := make(map[string]topo.Node, len(ca.nodes))
+	for _, n := range ca.nodes {
+		nodes[n.Addr] = n
+	}
+	return nodes
+}
+
+// buildPins is the map's Pins: nil when none was ever published.
+func buildPins(ca *cache) map[string]topo.Pin {
+	if len(ca.pins) == 0 {
+		return nil
+	}
+	return maps.Clone(ca.pins)
+}
+
+// buildDB is db's versions as the map holds them (topo.Builder's rules),
+// nil when it has none with a known partition count.
+func buildDB(ca *cache, db string) map[string]*topo.Version {
+	var b topo.Builder
+	for v, vc := range ca.dbs[db] {
+		b.AddVersion(db, v, vc.info)
+		for _, name := range vc.replicas {
+			if p, addr, err := topo.ParseReplicaName(name); err == nil {
+				b.AddReplica(db, v, p, addr)
+			}
+		}
+	}
+	return b.Build(0).DBs[db]
 }
