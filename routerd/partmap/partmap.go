@@ -1,6 +1,7 @@
 package partmap
 
 import (
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -96,15 +97,27 @@ func (t *Table) Served(m *topo.Map) map[string]string {
 }
 
 // advance folds m into the floors and publishes the resulting State,
-// unless a State for the same or a newer revision exists.
+// unless a State for the same or a newer revision exists. Only the dbs
+// that changed since the last State are looked at (unchanged); the
+// others' answers are carried over, so one db's new version costs its
+// own partitions and a pointer comparison per other db.
 func (t *Table) advance(m *topo.Map) *State {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.cur.Load(); s != nil && (s.Map == m || s.Map.Revision > m.Revision) {
 		return s
 	}
+	last := t.cur.Load()
 	s := &State{Map: m, served: make(map[string]string, len(m.DBs))}
-	for db := range m.DBs {
+	for db, vs := range m.DBs {
+		if last != nil && unchanged(last.Map, m, db, vs) {
+			// The rules below are a function of the db's versions, its
+			// pin, its floor and its last step, and the last State left
+			// the floor and step where they now give the same answer:
+			// carried over, without looking at a partition.
+			s.carry(last, db)
+			continue
+		}
 		prev := t.floor[db]
 		if v := t.nextLocked(m, db, s); v != prev {
 			t.floor[db] = v
@@ -121,6 +134,33 @@ func (t *Table) advance(m *topo.Map) *State {
 	}
 	t.cur.Store(s)
 	return s
+}
+
+// unchanged reports whether db, whose versions in m are vs, is as it was
+// in last: the same versions object (backends share an untouched db's
+// versions between maps, see zktopo's publishMap) and the same pin.
+// Another backend's maps share nothing, and every db counts as changed.
+func unchanged(last, m *topo.Map, db string, vs map[string]*topo.Version) bool {
+	lvs, ok := last.DBs[db]
+	if !ok || reflect.ValueOf(lvs).UnsafePointer() != reflect.ValueOf(vs).UnsafePointer() {
+		return false
+	}
+	lp, lok := last.Pins[db]
+	p, ok := m.Pins[db]
+	return lok == ok && lp == p
+}
+
+// carry copies db's served version and pin state from last.
+func (s *State) carry(last *State, db string) {
+	if v, ok := last.served[db]; ok {
+		s.served[db] = v
+	}
+	if ps, ok := last.pins[db]; ok {
+		if s.pins == nil {
+			s.pins = map[string]PinState{}
+		}
+		s.pins[db] = ps
+	}
 }
 
 // VersionState names the state of one version of a db as routerd sees

@@ -142,7 +142,7 @@ func summarize(name string, d DBStatus) dbSummary {
 		v := d.Versions[vn]
 		sum.Versions = append(sum.Versions, versionSummary{Name: vn, State: v.State})
 		if v.State == wire.StateError {
-			why = append(why, vn+" "+v.State)
+			why = append(why, vn+" "+v.State+": "+v.Reason)
 		}
 	}
 	if v, ok := d.Versions[d.Served]; ok {
@@ -206,7 +206,7 @@ th{background:#f3f3f3}
 {{end}}</ul></section>
 {{end}}{{if .Total}}<p class="pager">dbs {{.First}}–{{.Last}} of {{.Total}}{{if gt .Pages 1}}, page {{.PageNum}} of {{.Pages}}{{if .Prev}} · <a href="/?page={{.Prev}}" rel="prev">previous</a>{{end}}{{if .Next}} · <a href="/?page={{.Next}}" rel="next">next</a>{{end}}{{end}}. A db's versions and partitions are on its page.</p>
 <table id="dbs"><thead><tr><th>db</th><th>serving</th><th>pin</th><th>versions</th><th>partitions without a replica</th></tr></thead><tbody>
-{{range .Summaries}}<tr{{if .Why}} class="attention"{{end}}><td><a href="{{.Link}}">{{.Name}}</a></td><td>{{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</td><td>{{.Pinned}}</td><td>{{range $i, $v := .Versions}}{{if $i}}, {{end}}{{.Name}} <span class="{{.State}}">{{.State}}</span>{{end}}</td><td{{if .Missing}} class="missing"{{end}}>{{.Missing}}</td></tr>
+{{range .Summaries}}<tr{{if .Why}} class="attention"{{end}}><td><a href="{{.Link}}">{{.Name}}</a></td><td>{{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</td><td>{{with .Pinned}}pinned to <b>{{.}}</b>{{end}}</td><td>{{range $i, $v := .Versions}}{{if $i}}, {{end}}{{.Name}} <span class="{{.State}}">{{.State}}</span>{{end}}</td><td{{if .Missing}} class="missing"{{end}}>{{.Missing}}</td></tr>
 {{end}}</tbody></table>
 {{else}}<p>No databases known yet.</p>
 {{end}}{{else}}{{range $db := .DBs}}<section class="db" id="db-{{.Name}}">

@@ -35,8 +35,11 @@ func TestPinnedAnswers(t *testing.T) {
 	if v2 := st.DBs["db"].Versions["v2"]; v2.State != wire.StateBuilding || !strings.Contains(v2.Reason, "pinned to v1") {
 		t.Fatalf("v2 under the pin: %+v", v2)
 	}
-	if body := do(s, "GET", "/").Body.String(); !strings.Contains(body, "Pinned to <b>v1</b>") {
-		t.Fatalf("the page does not show the pin: %s", body)
+	if body := do(s, "GET", "/").Body.String(); !strings.Contains(body, "pinned to <b>v1</b>") {
+		t.Fatalf("the overview does not show the pin: %s", body)
+	}
+	if body := do(s, "GET", "/db").Body.String(); !strings.Contains(body, "Pinned to <b>v1</b>") {
+		t.Fatalf("the db's page does not show the pin: %s", body)
 	}
 	body := do(s, "GET", "/metrics").Body.String()
 	for _, want := range []string{`spangle_routerd_pinned{db="db",version="v1"} 1`, `spangle_routerd_pin_generation{db="db"} 4`} {
