@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -69,8 +70,15 @@ type Options struct {
 	// answers; default from the map: PUBLISHED or NOTFOUND.
 	PartitionState func(db, version string, partition int) string
 	// Source is the source root, whose _PIN markers the leader reads
-	// every round and publishes as pins/<db>; nil publishes none.
+	// and publishes as pins/<db>; nil publishes none.
 	Source source.Source
+	// PinPeriod is how often the leader reads every db's _PIN marker
+	// (one read a db, on S3 a request); RefreshPins asks for a read at
+	// the next round. 0 reads them every round (Interval); negative,
+	// only when a node becomes leader and on RefreshPins. storaged
+	// passes its refresh_period (its 0 as negative), so markers are read
+	// as often as the nodes scan the source, not every second per db.
+	PinPeriod time.Duration
 	// Log defaults to no logging.
 	Log *zap.Logger
 	// Now defaults to time.Now.
@@ -89,6 +97,24 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	status Status // guarded by mu
+
+	// pinsNow asks the next round to read the markers (RefreshPins);
+	// pinsRead is when the leader last read them (its rounds only).
+	pinsNow  atomic.Bool
+	pinsRead time.Time
+}
+
+// RefreshPins makes the leader read the _PIN markers at its next round
+// rather than at the end of PinPeriod (storaged calls it on SIGHUP).
+func (c *Coordinator) RefreshPins() { c.pinsNow.Store(true) }
+
+// pinsDue reports whether a round at now reads the markers.
+func (c *Coordinator) pinsDue(now time.Time) bool {
+	if c.pinsNow.Swap(false) || c.pinsRead.IsZero() || (c.opts.PinPeriod > 0 && now.Sub(c.pinsRead) >= c.opts.PinPeriod) {
+		c.pinsRead = now
+		return true
+	}
+	return false
 }
 
 // New returns a Coordinator; Run starts it.
@@ -119,6 +145,9 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
+	}
+	if opts.PinPeriod == 0 {
+		opts.PinPeriod = opts.Interval
 	}
 	if opts.ElectTimeout <= 0 {
 		opts.ElectTimeout = defaultElectTimeout

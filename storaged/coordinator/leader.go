@@ -61,11 +61,14 @@ func (c *Coordinator) round(ctx context.Context, l topo.Leadership, st *leaderSt
 		return err
 	}
 	m := c.opts.Conn.Map()
-	if err := c.publishPins(ctx, l, m); err != nil {
-		// Not the round's business either: tried again next round.
-		c.log.Info("publishing pins failed; trying again each round", zap.Error(err))
-	}
 	now := c.opts.Now()
+	if c.pinsDue(now) {
+		if err := c.publishPins(ctx, l, m); err != nil {
+			// Not the round's business either: tried again next round.
+			c.RefreshPins()
+			c.log.Info("publishing pins failed; trying again next round", zap.Error(err))
+		}
+	}
 	live := ring.ShardIDs()
 	for _, id := range live {
 		st.lastSeen[id] = now

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"spangle/shared/source"
 	"spangle/shared/topo"
@@ -92,5 +93,46 @@ func TestPublishPins(t *testing.T) {
 	}
 	if st := step(""); st.Published != (topo.Pin{Generation: 2}) || st.Error != "" {
 		t.Fatalf("unpinned: %+v", st)
+	}
+}
+
+// The leader reads the markers at its first round, then once a
+// PinPeriod, and at the next round after RefreshPins; with a negative
+// period only at the first round and after RefreshPins.
+func TestPinsDue(t *testing.T) {
+	srv := memtopo.NewServer()
+	conn := srv.Conn()
+	defer conn.Close()
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		period time.Duration
+		want   string
+	}{
+		{10 * time.Second, "read skip read read skip read"},
+		{-1, "read skip read skip skip read"},
+	} {
+		c, err := New(Options{Conn: conn, Coord: conn, Self: topo.Node{Addr: "127.0.0.1:1", ShardID: "s"}, PinPeriod: tc.period})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		round := func(at time.Duration) {
+			if c.pinsDue(t0.Add(at)) {
+				got = append(got, "read")
+			} else {
+				got = append(got, "skip")
+			}
+		}
+		round(0)
+		round(time.Second)
+		c.RefreshPins()
+		round(2 * time.Second)
+		round(12 * time.Second)
+		round(13 * time.Second)
+		c.RefreshPins()
+		round(14 * time.Second)
+		if s := strings.Join(got, " "); s != tc.want {
+			t.Errorf("period %v: rounds %q, want %q", tc.period, s, tc.want)
+		}
 	}
 }

@@ -38,7 +38,7 @@ func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src sourc
 	c, err := coordinator.New(coordinator.Options{
 		Conn: conn, Coord: co, Self: node, Strategy: st, Replication: s.Replication,
 		RereplicateAfter: offIfZero(s.RereplicateAfter), MinReplication: s.MinReplication,
-		PruneAfter: offIfZero(s.PruneAfter), Quorum: q, Source: src, Log: log.Named("coordinator"),
+		PruneAfter: offIfZero(s.PruneAfter), Quorum: q, Source: src, PinPeriod: offIfZero(cfg.RefreshPeriod), Log: log.Named("coordinator"),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)

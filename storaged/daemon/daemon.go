@@ -40,9 +40,10 @@ type Daemon struct {
 	// Cluster is the cluster controller; nil in standalone mode.
 	Cluster *cluster.Controller
 
-	log  *zap.Logger
-	done chan struct{}
-	err  error
+	coord *coordinator.Coordinator // nil in standalone mode
+	log   *zap.Logger
+	done  chan struct{}
+	err   error
 }
 
 // Options are what Start takes besides the config. The zero value is
@@ -182,7 +183,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d = &Daemon{Addr: addr, Versions: mgr, Server: srv, Cluster: ctl, log: log, done: make(chan struct{})}
+	d = &Daemon{Addr: addr, Versions: mgr, Server: srv, Cluster: ctl, coord: coord, log: log, done: make(chan struct{})}
 	var follower *coordinator.Follower
 	if coord != nil {
 		if follower, err = newFollower(conn, co, node, mgr, log); err != nil {
@@ -279,7 +280,12 @@ func bloomBits(n int) int {
 }
 
 // Refresh asks for a re-scan of the source (SIGHUP).
-func (d *Daemon) Refresh() { d.Versions.Refresh() }
+func (d *Daemon) Refresh() {
+	d.Versions.Refresh()
+	if d.coord != nil {
+		d.coord.RefreshPins() // if this node leads, it reads the _PIN markers now
+	}
+}
 
 // Wait blocks until the daemon has stopped and returns why, if not
 // because its context ended.
