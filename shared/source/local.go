@@ -165,7 +165,11 @@ func (l *local) Open(ctx context.Context, db, version, name string) (io.ReadClos
 // which io.Copy prefers and which would bypass Read.
 type localFile struct{ f *os.File }
 
-func (f localFile) Close() error { return f.f.Close() }
+// Close drops the file from the page cache (dropCached) and closes it.
+func (f localFile) Close() error {
+	dropCached(f.f)
+	return f.f.Close()
+}
 
 func (f localFile) Read(p []byte) (int, error) {
 	n, err := f.f.Read(p)
