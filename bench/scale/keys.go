@@ -93,6 +93,12 @@ func (r *run) keysPoint(ctx context.Context, n int) (KeysPoint, error) {
 	p.DataMB = proc.MB(ds.Bytes)
 	r.log.Info("dataset written", zap.Int("keys", n), zap.Int("files", p.Files), zap.Float64("mb", p.DataMB), zap.Duration("took", time.Since(t0)))
 
+	// Every size reads its source from the disk, as a node reads a remote
+	// one: the files just written would otherwise be in the page cache
+	// at 1M and 10M keys and mostly not at 100M.
+	if err := evictFromPageCache(ds.Files); err != nil {
+		return p, err
+	}
 	t0 = time.Now()
 	got, err := dataset.Decode(ctx, ds.Files, runtime.NumCPU())
 	if err != nil {
@@ -103,6 +109,9 @@ func (r *run) keysPoint(ctx context.Context, n int) (KeysPoint, error) {
 	}
 	p.DecodeS = time.Since(t0).Seconds()
 
+	if err := evictFromPageCache(ds.Files); err != nil {
+		return p, err
+	}
 	store, err := r.dir("keys-store")
 	if err != nil {
 		return p, err
