@@ -45,8 +45,8 @@ func TestPinnedVersionFromPeers(t *testing.T) {
 	if held == 0 {
 		t.Fatalf("the restarted node holds no partition of v1: %+v", st.DBs[testDB])
 	}
-	if got := lost.metric(fromPeer); got != float64(held) {
-		t.Errorf("%s = %v, want %d (every partition it holds)", fromPeer, got, held)
+	if got := lost.metric(fromPeer); got < float64(held) {
+		t.Errorf("%s = %v, want at least %d (every partition it holds)", fromPeer, got, held)
 	}
 	if got := lost.metric(fromSource); got > 0 {
 		t.Errorf("%s = %v, want 0", fromSource, got)
