@@ -35,6 +35,9 @@ type Options struct {
 	// of 3s.
 	Rounds int
 	Round  time.Duration
+	// Loads is how many times each keys size is loaded, the median
+	// counting; default 3.
+	Loads int
 	// Storaged and Routerd are the binaries; default bin/storaged and
 	// bin/routerd.
 	Storaged, Routerd string
@@ -75,6 +78,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Rounds <= 0 {
 		o.Rounds = 3
+	}
+	if o.Loads <= 0 {
+		o.Loads = 3
 	}
 	if o.Round <= 0 {
 		o.Round = 3 * time.Second

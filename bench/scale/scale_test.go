@@ -132,14 +132,16 @@ func TestPlot(t *testing.T) {
 }
 
 func TestMarkdown(t *testing.T) {
-	res := &Results{Note: "small run", Keys: []KeysPoint{{Keys: 1_000_000, Files: 8, LoadS: 1, DecodeS: 0.5, ReqPerS: 1000}},
+	res := &Results{Note: "small run", Keys: []KeysPoint{
+		{Keys: 1_000_000, Files: 8, LoadS: 1, LoadRunsS: []float64{1.1, 1, 0.9}, DecodeS: 0.5, ReqPerS: 1000},
+		{Keys: 10_000_000, Files: 8, LoadS: 13, LoadRunsS: []float64{13}, DecodeS: 6.5, ReqPerS: 800}},
 		DBs:      []DBsPoint{{DBs: 10, Partitions: 80, Clients: map[string]zkClient{"storaged-1": {BytesIn: 2048}, "routerd": {}}}},
 		Failures: []string{"100M keys: disk full"}}
 	var b bytes.Buffer
 	if err := res.Markdown(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"**small run**", "| 1M | 8 |", "2.00x", "| 10 | 80 |", "| 2/0 |", "not measured: 100M keys: disk full"} {
+	for _, want := range []string{"**small run**", "| 1M | 8 |", "2.00x", "| 1.300 | 1.30x |", "Each load, s: 1M 1.10, 1.00, 0.90; 10M 13.00.", "| 10 | 80 |", "| 2/0 |", "not measured: 100M keys: disk full"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, b.String())
 		}

@@ -53,16 +53,30 @@ func (res *Results) Markdown(w io.Writer) error {
 	fmt.Fprintf(&b, "Machine: %s; load average at the end %s. Run took %s.\n\n", res.Machine, res.LoadEnd, res.Duration.Round(time.Second))
 	if len(res.Keys) > 0 {
 		b.WriteString("### Keys on one storaged (uncompressed, 100-byte values)\n\n")
-		b.WriteString("| keys | files | data MB | load s | decode-only s | load / decode | load µs per key | peak RSS loading MB | RSS serving MB | RSS bytes per key | store on disk MB | GET req/s | vs smallest | p50 / p99 ms at half load | errors |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| keys | files | data MB | load s (median) | decode-only s | load / decode | load µs per key | per key vs smallest | peak RSS loading MB | RSS serving MB | RSS bytes per key | store on disk MB | GET req/s | vs smallest | p50 / p99 ms at half load | errors |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		first := res.Keys[0]
 		for _, p := range res.Keys {
-			fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f | %.2f | %.2fx | %.2f | %.0f | %.0f | %.1f | %.0f | %.0f | %.2fx | %.2f / %.2f | %d |\n",
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f | %.2f | %.2fx | %.3f | %.2fx | %.0f | %.0f | %.1f | %.0f | %.0f | %.2fx | %.2f / %.2f | %d |\n",
 				count(p.Keys), p.Files, p.DataMB, p.LoadS, p.DecodeS, p.LoadS/p.DecodeS, 1e6*p.LoadS/float64(p.Keys),
+				(p.LoadS/float64(p.Keys))/(first.LoadS/float64(first.Keys)),
 				p.LoadPeakMB, p.ServingMB, p.ServingMB*(1<<20)/float64(p.Keys), p.StoreMB,
 				p.ReqPerS, p.ReqPerS/first.ReqPerS, p.P50Ms, p.P99Ms, p.Errors)
 		}
 		b.WriteString("\n")
+		var loads []string
+		for _, p := range res.Keys {
+			if len(p.LoadRunsS) > 0 {
+				each := make([]string, len(p.LoadRunsS))
+				for i, s := range p.LoadRunsS {
+					each[i] = fmt.Sprintf("%.2f", s)
+				}
+				loads = append(loads, count(p.Keys)+" "+strings.Join(each, ", "))
+			}
+		}
+		if len(loads) > 0 {
+			fmt.Fprintf(&b, "Each load, s: %s.\n\n", strings.Join(loads, "; "))
+		}
 	}
 	if len(res.DBs) > 0 {
 		b.WriteString("### Dbs in one cluster (3 storaged, replication 2, one ZooKeeper, routerd)\n\n")

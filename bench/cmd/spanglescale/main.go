@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string) error {
 	files := fs.Int("files", 0, "data files of every keys dataset (default: about 256 MiB a file, at least 8)")
 	conns := fs.Int("conns", 32, "load generator connections")
 	rounds := fs.Int("rounds", 3, "closed-loop GET rounds per keys size")
+	loads := fs.Int("loads", 3, "loads of each keys size into an empty store; the median is the load time")
 	round := fs.Duration("round", 3*time.Second, "length of a closed-loop round")
 	bin := fs.String("bin", "bin", "directory holding the storaged and routerd binaries")
 	tmp := fs.String("tmp", "", "parent of the run's temporary dir (default the system's; needs about 2.2x the largest dataset free)")
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string) error {
 	} else {
 		res, err = scale.Run(ctx, scale.Options{
 			Keys: ks, DBs: ds, SkipKeys: len(ks) == 0, SkipDBs: len(ds) == 0, Files: *files,
-			Conns: *conns, Rounds: *rounds, Round: *round,
+			Conns: *conns, Rounds: *rounds, Round: *round, Loads: *loads,
 			Storaged: filepath.Join(*bin, "storaged"), Routerd: filepath.Join(*bin, "routerd"),
 			TempDir: *tmp, Keep: *keep, Note: *note, Logger: log,
 		})
