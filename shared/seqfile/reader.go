@@ -115,6 +115,9 @@ func (r *Reader) Offset() int64 { return r.off }
 
 // nextRecord reads one record of an uncompressed or record-compressed file.
 func (r *Reader) nextRecord() error {
+	if ok, err := r.peekRecord(); ok || err != nil {
+		return err
+	}
 	var n int32
 	for {
 		r.off = r.pos
@@ -157,6 +160,41 @@ func (r *Reader) nextRecord() error {
 		val = r.plain
 	}
 	return r.setRecord(r.rawKey, val)
+}
+
+// peekRecord reads the next record, when it is a whole record (not a sync
+// mark) that the input buffer can hold, without copying it: key and value
+// point into the buffer, which is read into again only at the next Next.
+// For the 130-byte records of a typical file this does a third of the
+// work of reading the fields one by one. ok false with a nil error leaves
+// the input as it was, for nextRecord's field by field reading to go on
+// (and to name whatever is wrong).
+func (r *Reader) peekRecord() (ok bool, err error) {
+	lens, err := r.in.Peek(8)
+	if err != nil {
+		return false, nil
+	}
+	n := int32(binary.BigEndian.Uint32(lens))
+	keyLen := int32(binary.BigEndian.Uint32(lens[4:]))
+	if n < 0 || keyLen < 0 || keyLen > n || int(n) > readBufferSize-8 {
+		return false, nil
+	}
+	rec, err := r.in.Peek(8 + int(n))
+	if err != nil {
+		return false, nil
+	}
+	r.off = r.pos
+	r.pos += int64(len(rec))
+	_, _ = r.in.Discard(len(rec)) // peeked: cannot fail
+	key, val := rec[8:8+keyLen], rec[8+keyLen:]
+	if r.dec != nil {
+		r.plain, err = r.dec.decompress(r.plain, val, MaxRecordSize)
+		if err != nil {
+			return true, r.corrupt("decompressing value", err)
+		}
+		val = r.plain
+	}
+	return true, r.setRecord(key, val)
 }
 
 // setRecord unwraps and publishes a record's serialized key and value.

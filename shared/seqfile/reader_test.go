@@ -3,6 +3,7 @@ package seqfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"runtime"
@@ -208,4 +209,31 @@ func equalInts(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// TestRecordsAroundBufferSize reads records of every size near the input
+// buffer's, where a record is read in place (it fits the buffer) or field
+// by field (it does not), with small records between them so that each
+// starts at a different place in the buffer.
+func TestRecordsAroundBufferSize(t *testing.T) {
+	var recs []record
+	for d := -3; d <= 3; d++ {
+		// A record's bytes after its 8 length bytes: the key's and the
+		// value's, each with BytesWritable's 4-byte length.
+		n := readBufferSize - 8 + d
+		key := fmt.Sprintf("key%+d", d)
+		recs = append(recs, record{"small" + key, "s"}, record{key, strings.Repeat("v", n-8-len(key))})
+	}
+	for _, kind := range writeKinds[:2] { // uncompressed, and values compressed one by one
+		t.Run(kind.name, func(t *testing.T) {
+			data := writeAll(t, WriterOptions{KeyClass: BytesWritable, ValueClass: BytesWritable, Compression: kind.comp, Codec: kind.codec}, recs)
+			_, got, err := readAll(t, data, "f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalRecords(got, recs) {
+				t.Fatalf("read %d records, wrote %d; first difference at %d", len(got), len(recs), firstDiff(got, recs))
+			}
+		})
+	}
 }
