@@ -35,8 +35,8 @@ type KeysPoint struct {
 	LoadS     float64   `json:"load_s"`
 	LoadRunsS []float64 `json:"load_runs_s,omitempty"`
 	DecodeS   float64   `json:"decode_s"`
-	// LoadPeakMB is VmHWM at the last load's ACTIVE; ServingMB is VmRSS after the GET
-	// rounds, ServingPeakMB VmHWM then.
+	// LoadPeakMB is VmHWM at the last load's ACTIVE; ServingMB is VmRSS
+	// after the GET rounds, ServingPeakMB VmHWM then.
 	LoadPeakMB    float64 `json:"load_peak_mb"`
 	ServingMB     float64 `json:"serving_mb"`
 	ServingPeakMB float64 `json:"serving_peak_mb"`
