@@ -151,15 +151,7 @@ func (r *Reader) nextRecord() error {
 	if r.rawVal, err = r.readN(r.rawVal, int(n-keyLen), "value"); err != nil {
 		return err
 	}
-	val := r.rawVal
-	if r.dec != nil {
-		r.plain, err = r.dec.decompress(r.plain, r.rawVal, MaxRecordSize)
-		if err != nil {
-			return r.corrupt("decompressing value", err)
-		}
-		val = r.plain
-	}
-	return r.setRecord(r.rawKey, val)
+	return r.setRecord(r.rawKey, r.rawVal)
 }
 
 // peekRecord reads the next record, when it is a whole record (not a sync
@@ -186,19 +178,19 @@ func (r *Reader) peekRecord() (ok bool, err error) {
 	r.off = r.pos
 	r.pos += int64(len(rec))
 	_, _ = r.in.Discard(len(rec)) // peeked: cannot fail
-	key, val := rec[8:8+keyLen], rec[8+keyLen:]
-	if r.dec != nil {
-		r.plain, err = r.dec.decompress(r.plain, val, MaxRecordSize)
-		if err != nil {
-			return true, r.corrupt("decompressing value", err)
+	return true, r.setRecord(rec[8:8+keyLen], rec[8+keyLen:])
+}
+
+// setRecord decompresses a record's value in a record-compressed file,
+// then unwraps and publishes its serialized key and value.
+func (r *Reader) setRecord(key, val []byte) error {
+	if r.dec != nil && r.hdr.Compression == Record {
+		var err error
+		if r.plain, err = r.dec.decompress(r.plain, val, MaxRecordSize); err != nil {
+			return r.corrupt("decompressing value", err)
 		}
 		val = r.plain
 	}
-	return true, r.setRecord(key, val)
-}
-
-// setRecord unwraps and publishes a record's serialized key and value.
-func (r *Reader) setRecord(key, val []byte) error {
 	var ok bool
 	if r.key, ok = unwrap(r.keyKind, key); !ok {
 		return r.corrupt(fmt.Sprintf("key of %d bytes is not a valid %s", len(key), r.hdr.KeyClass), nil)
