@@ -371,8 +371,21 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 	case vs.phase.leaving():
 		vs.reload = true // loaded again once it is gone
 		return
+	case !sameFiles(vs.files, c.files) && vs.phase.servable():
+		m.rebuildLocked(db, vs, c.files) // rebuild.go
+		return
+	case vs.phase.servable() && (vs.rebuild != nil || vs.rebuildFailed != nil):
+		// The files went back to the ones it serves.
+		m.stopRebuildLocked(vs)
+		if vs.rebuildFailed != nil {
+			vs.rebuildFailed, vs.reason = nil, ""
+		}
+		if vs.phase == superseded {
+			m.activateLocked(db, d, vs)
+		}
+		return
 	case !sameFiles(vs.files, c.files):
-		m.log.Warn("version's files changed since it was loaded; loading it again",
+		m.log.Warn("version's files changed while it was loading; loading it again",
 			zap.String("db", db), zap.String("version", c.name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.files)))
 		m.metrics.reloads.Inc()
 		vs.reload = true
