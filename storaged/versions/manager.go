@@ -14,6 +14,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 	"spangle/storaged/loader"
 	"spangle/storaged/store"
 	"spangle/storaged/table"
@@ -78,9 +79,11 @@ type Options struct {
 	Retention time.Duration
 	// RefreshPeriod re-scans the source periodically; 0 only on Refresh.
 	RefreshPeriod time.Duration
-	// SettleTime is how long a version's files must have been unchanged
-	// (sizes and modification times) before it is loaded, unless it holds
-	// _SUCCESS; 0 loads a version as soon as it is listed.
+	// SettleTime is how long this node must have seen a version's files
+	// unchanged (names, sizes and modification times), from when it first
+	// saw them, before it loads the version, unless it holds _SUCCESS or
+	// the local store holds it complete; 0 loads a version as soon as it
+	// is listed.
 	SettleTime time.Duration
 	// FallbackAfter (with Hooks.Gated) is how long the newest version may
 	// wait for the cluster, loaded, while nothing of its db is active,
@@ -491,6 +494,11 @@ func (m *Manager) publishLocked() {
 			counts[healthState(vs.phase)]++
 			if vs.phase.servable() || vs.phase == retiring { // pinned requests still find it
 				dv.byName[name] = vs.v
+			}
+		}
+		for name, w := range d.watch {
+			if d.versions[name] == nil && m.settlingLocked(w) != "" {
+				counts[wire.StateSettling]++
 			}
 		}
 		if cur := d.versions[d.current]; cur != nil && cur.phase == active {
