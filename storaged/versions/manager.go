@@ -142,6 +142,8 @@ type Manager struct {
 	source   sourceHealth   // the last listing's outcome
 
 	forceRetry bool // the scan under way was asked for by Refresh (retry.go)
+
+	start startup // what the first scan reopens (startup.go)
 }
 
 // New returns a Manager; Run starts it.
@@ -202,6 +204,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.runRepairs(ctx)
 	}()
 	m.Scan(ctx)
+	m.startupScanned()
 	var tick <-chan time.Time
 	if m.opts.RefreshPeriod > 0 {
 		t := time.NewTicker(m.opts.RefreshPeriod)
@@ -407,6 +410,9 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 		return
 	}
 	m.startLoadLocked(db, d, c.name, c.files)
+	if c.local {
+		m.trackStartupLocked(d.versions[c.name])
+	}
 }
 
 func sameFiles(a, b []source.File) bool {
