@@ -76,10 +76,11 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		}
 	}()
 
+	reg := metrics.NewRegistry()
 	w := deps.Watcher
 	if w == nil {
 		var err error
-		w, err = openDiscovery(ctx, cfg, log, r.goRun)
+		w, err = openDiscovery(ctx, cfg, log, reg, r.goRun)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +95,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		ContentType:       cfg.ContentType,
 		BatchLimits:       wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
 		Health:            deps.Health,
-		Registry:          metrics.NewRegistry(),
+		Registry:          reg,
 		Logger:            log,
 	})
 	if err != nil {

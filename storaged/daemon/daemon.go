@@ -109,7 +109,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if cfg.ClusterMode() {
 		mode = "cluster"
 		if conn == nil {
-			if conn, err = dialZK(cfg, log); err != nil {
+			if conn, err = dialZK(cfg, log, reg); err != nil {
 				return nil, err
 			}
 		}
