@@ -263,7 +263,7 @@ func TestStatusPagesAndHealth(t *testing.T) {
 	// Metrics: a per-server registry with request counts.
 	do(f.handler, "GET", "/nope/x")
 	rec = do(f.handler, "GET", "/metrics")
-	for _, want := range []string{`spangle_storaged_requests_total{code="404"}`, "spangle_storaged_request_seconds_bucket", `spangle_storaged_inflight_requests`} {
+	for _, want := range []string{`spangle_storaged_requests_total{code="404"}`, "spangle_storaged_request_duration_seconds_bucket", `spangle_storaged_inflight_requests`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %s", want)
 		}
