@@ -151,7 +151,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Versions made servable, by how: loaded from the source, reused from the local store, or error.",
 		}, []string{"result"}),
 		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "spangle_storaged_version_load_seconds",
+			Name:    "spangle_storaged_version_load_duration_seconds",
 			Help:    "Time to load a version from the source.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
