@@ -85,7 +85,6 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		}
 	}()
 
-	reg := metrics.NewRegistry()
 	w := deps.Watcher
 	if w == nil {
 		var err error
