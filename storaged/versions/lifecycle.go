@@ -259,6 +259,11 @@ func localErr(err error) error {
 // open opens the held partitions of a version, two at a time per CPU (an
 // open reads each table's index and filter).
 func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
+	return m.openIn(func(p int) string { return m.opts.Store.PartitionDir(db, name, p) }, db, name, n, created, held)
+}
+
+// openIn is open with the partitions in dir(p).
+func (m *Manager) openIn(dir func(p int) string, db, name string, n int, created time.Time, held []int) (*Version, error) {
 	parts := make([]*table.Partition, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
@@ -268,7 +273,7 @@ func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			parts[p], errs[p] = table.OpenPartition(m.opts.Store.PartitionDir(db, name, p), m.opts.Cache)
+			parts[p], errs[p] = table.OpenPartition(dir(p), m.opts.Cache)
 		}()
 	}
 	wg.Wait()
@@ -293,9 +298,13 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 	if d.current == vs.name {
 		d.current = ""
 	}
+	rb := m.stopRebuildLocked(vs)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		if rb != nil {
+			<-rb.done // it writes beside the version's files
+		}
 		if f := m.opts.Hooks.BeforeRemove; f != nil {
 			f(db, vs.name, vs.v.Held())
 		}
