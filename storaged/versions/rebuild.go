@@ -108,7 +108,13 @@ func (m *Manager) rebuildVersion(ctx context.Context, db string, vs *vstate, rb 
 	case <-vs.durable: // its first load may still be writing its manifest
 	case <-ctx.Done():
 	}
-	held, err := m.rebuildHeld(ctx, db, vs.name, len(rb.files), n, heldBefore)
+	nNow, err := loader.NumPartitions(rb.files)
+	var held []int
+	if err != nil {
+		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
+	} else {
+		held, err = m.rebuildHeld(ctx, db, vs.name, nNow, n, heldBefore)
+	}
 	var nv *Version
 	if err == nil && ctx.Err() == nil {
 		nv, err = m.buildBeside(ctx, db, vs.name, rb.files, held)
@@ -201,6 +207,10 @@ func (m *Manager) rebuildHeld(ctx context.Context, db, name string, nNow, nBefor
 // directory, syncs it, marks its manifest complete and opens it there.
 func (m *Manager) buildBeside(ctx context.Context, db, name string, files []source.File, held []int) (*Version, error) {
 	st := m.opts.Store
+	n, err := loader.NumPartitions(files)
+	if err != nil {
+		return nil, fmt.Errorf("versions: %s/%s: %w", db, name, err)
+	}
 	if err := st.RemoveRebuild(db, name); err != nil {
 		return nil, localErr(err)
 	}
@@ -225,12 +235,12 @@ func (m *Manager) buildBeside(ctx context.Context, db, name string, files []sour
 	if err := res.Sync(); err != nil {
 		return nil, localErr(err)
 	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files,
+	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files,
 		Created: created, Loaded: m.opts.Now().UTC(), Complete: true}
 	if err := st.WriteRebuildManifest(man); err != nil {
 		return nil, localErr(err)
 	}
-	v, err := m.openIn(dir, db, name, len(files), created, held)
+	v, err := m.openIn(dir, db, name, n, created, held)
 	if err != nil {
 		return nil, localErr(err)
 	}
