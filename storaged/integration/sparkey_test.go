@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,33 @@ func TestSparkeyOnS3(t *testing.T) {
 	}
 	if failed, first := readAll(n); failed > 0 {
 		t.Fatalf("%d reads of v2 failed while v3 failed; first: %s", failed, first)
+	}
+
+	// A batch over the Sparkey version answers every key.
+	keys := []string{keyOf(0), keyOf(1), keyOf(s3Keys - 1), "absent"}
+	resp, err := client.Post("http://"+n.addr+"/"+testDB, "text/plain", strings.NewReader(strings.Join(keys, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans wire.BatchAnswer
+	err = json.NewDecoder(resp.Body).Decode(&ans)
+	resp.Body.Close()
+	if err != nil || ans.Version != "v2" || len(ans.Found) != 3 || string(ans.Found[keyOf(1)]) != valueOf(1, "v2") ||
+		len(ans.Missing) != 1 {
+		t.Fatalf("batch: %+v, %v", ans, err)
+	}
+
+	// A newer Sparkey version, then a _PIN back to v2 (in the bucket).
+	writeSparkeyVersion(t, dir, "v4", s3Keys)
+	waitActive(t, 2*time.Minute, testDB, "v4", n)
+	if err := os.WriteFile(filepath.Join(dir, testDB, "_PIN"), []byte("v2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "v2 served again under the pin", func() bool {
+		_, body, ver, err := n.get(testDB, keyOf(5))
+		return err == nil && ver == "v2" && body == valueOf(5, "v2")
+	})
+	if failed, first := readAll(n); failed > 0 {
+		t.Fatalf("%d reads failed under the pin; first: %s", failed, first)
 	}
 }
