@@ -9,6 +9,7 @@ import (
 
 	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
+	"spangle/shared/sparkey"
 )
 
 func TestAppendKeyAndPath(t *testing.T) {
@@ -88,5 +89,51 @@ func TestDecodeReportsCorruption(t *testing.T) {
 	os.WriteFile(ds.Files[0], b[:len(b)/2], 0o644)
 	if _, err := Decode(context.Background(), ds.Files, 1); err == nil {
 		t.Fatal("Decode of a truncated file succeeded")
+	}
+}
+
+// A Sparkey dataset holds the same keys and values, pair f holding
+// partition f's keys in ascending order.
+func TestWriteSparkey(t *testing.T) {
+	const keys, files = 2000, 4
+	ds, err := Write(context.Background(), t.TempDir(), Options{Keys: keys, Files: files, Format: FormatSparkey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for f, logPath := range ds.Files {
+		lf, err := os.Open(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lf.Close()
+		xf, err := os.Open(logPath[:len(logPath)-len(".spl")] + ".spi.sz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer xf.Close()
+		fi, _ := lf.Stat()
+		r, err := sparkey.NewReader(lf, fi.Size(), logPath, xf, "index")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev []byte
+		for r.Next() {
+			if hashring.Partition(r.Key(), files) != f || bytes.Compare(prev, r.Key()) >= 0 {
+				t.Fatalf("%s: key %q out of place", logPath, r.Key())
+			}
+			i, _ := strconv.Atoi(string(r.Key()[len("key-"):]))
+			if !bytes.Equal(r.Value(), Value(i, 100)) {
+				t.Fatalf("%q: wrong value", r.Key())
+			}
+			prev = append(prev[:0], r.Key()...)
+			n++
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != keys {
+		t.Fatalf("%d pairs, want %d", n, keys)
 	}
 }
