@@ -4,6 +4,7 @@ import (
 	"errors"
 	pathpkg "path"
 	"sort"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -101,10 +102,14 @@ func (c *Conn) flushQueued() {
 
 // createBatch creates the znodes of reqs in as few multi-ops as it can,
 // each within maxBatchOps and maxBatchBytes, and returns those it
-// created. A multi-op applies all of its operations or none; when one
-// fails because its znode exists or its parent does not, it is left out
-// and the rest tried again. It stops at a connection error, returning
-// it.
+// created. A multi-op applies all of its operations or none, and names
+// only the first that failed. So when one fails because its znode exists
+// (another node was first) or its parent does not, every znode of the
+// chunk is looked up at once (reads, answered without a log write, sent
+// together), those that exist are left out with the one that failed,
+// and the rest is tried again, a few times at most. What is left out is
+// for each caller to write alone. It stops at a connection error,
+// returning it.
 func (c *Conn) createBatch(reqs []*zk.CreateRequest) ([]*zk.CreateRequest, error) {
 	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Path < reqs[j].Path })
 	var created []*zk.CreateRequest
@@ -120,7 +125,7 @@ func (c *Conn) createBatch(reqs []*zk.CreateRequest) ([]*zk.CreateRequest, error
 		}
 		chunk := reqs[:n]
 		reqs = reqs[n:]
-		for len(chunk) > 0 {
+		for attempt := 0; len(chunk) > 0 && attempt < maxAttempts; attempt++ {
 			ops := make([]any, len(chunk))
 			for i, r := range chunk {
 				ops[i] = r
@@ -141,10 +146,43 @@ func (c *Conn) createBatch(reqs []*zk.CreateRequest) ([]*zk.CreateRequest, error
 				}
 			}
 			if bad < 0 {
-				break // not one this knows: each caller writes its own
+				break // not a failure this knows: each caller writes its own
 			}
-			chunk = append(chunk[:bad:bad], chunk[bad+1:]...)
+			exists, err := c.existAll(chunk)
+			if err != nil {
+				return created, err
+			}
+			next := chunk[:0:0]
+			for i, r := range chunk {
+				if i != bad && !exists[i] {
+					next = append(next, r)
+				}
+			}
+			chunk = next
 		}
 	}
 	return created, nil
+}
+
+// maxReads bounds the lookups existAll has in flight.
+const maxReads = 64
+
+// existAll reports which of the znodes of reqs exist, looking them up
+// together.
+func (c *Conn) existAll(reqs []*zk.CreateRequest) ([]bool, error) {
+	out := make([]bool, len(reqs))
+	errs := make([]error, len(reqs))
+	sem := make(chan struct{}, maxReads)
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], _, errs[i] = c.zk.Exists(r.Path)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
