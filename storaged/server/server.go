@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"spangle/shared/buildinfo"
 	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/topo"
 	"spangle/shared/wait"
@@ -58,6 +59,8 @@ type Options struct {
 	Node topo.Node
 	// Mode is "standalone" (default) or "cluster".
 	Mode string
+	// Build is the build the status page shows.
+	Build buildinfo.Info
 	// Cluster returns the cached cluster map the status page shows (cluster
 	// mode); it must not block on the network. nil shows none.
 	Cluster func() *topo.Map
@@ -163,6 +166,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case wire.PathMetrics:
 		s.metricsH.ServeHTTP(w, r)
+		return
+	case wire.PathFavicon:
+		http.NotFound(w, r)
 		return
 	}
 	t, err := wire.ParsePath(path)

@@ -33,7 +33,8 @@ var ErrNoManifest = errors.New("store: no manifest")
 type Manifest struct {
 	DB      string `json:"db"`
 	Version string `json:"version"`
-	// NumPartitions is the version's partition count (its file count).
+	// NumPartitions is the version's partition count, which its files'
+	// input format says (see loader.NumPartitions).
 	NumPartitions int `json:"num_partitions"`
 	// Partitions lists the partitions built here, ascending.
 	Partitions []int `json:"partitions"`
@@ -50,7 +51,7 @@ type Manifest struct {
 // Matches reports whether a complete local version built from m can serve
 // a source version listing files, for the partitions in want.
 func (m Manifest) Matches(files []source.File, want []int) bool {
-	if !m.Complete || len(files) != len(m.Files) || m.NumPartitions != len(files) {
+	if !m.Complete || len(files) != len(m.Files) {
 		return false
 	}
 	for i, f := range files {

@@ -42,14 +42,17 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	defer close(vs.durable)
 	start := time.Now()
-	n := len(vs.files)
 	var (
 		held    []int
 		v       *Version
 		pending *pendingBuild
-		err     error
 	)
-	if m.opts.Hooks.Held != nil {
+	// The input format of the files says N (a version mixing formats
+	// fails here).
+	n, err := loader.NumPartitions(vs.files)
+	if err != nil {
+		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
+	} else if m.opts.Hooks.Held != nil {
 		m.setReason(vs, reasonWaitingForCluster)
 		held, err = m.opts.Hooks.Held(ctx, db, vs.name, n)
 		m.setReason(vs, "")
@@ -197,8 +200,12 @@ func (m *Manager) setReason(vs *vstate, reason string) {
 // source.
 func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int) (v *Version, pending *pendingBuild, err error) {
 	st := m.opts.Store
-	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) {
-		v, err := m.open(db, name, len(files), man.Created, held)
+	n, err := loader.NumPartitions(files)
+	if err != nil {
+		return nil, nil, fmt.Errorf("versions: %s/%s: %w", db, name, err)
+	}
+	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) && man.NumPartitions == n {
+		v, err := m.open(db, name, n, man.Created, held)
 		if err == nil {
 			return v, nil, nil
 		}
@@ -214,7 +221,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 			created = f.ModTime
 		}
 	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files, Created: created}
+	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files, Created: created}
 	if err := st.WriteManifest(man); err != nil {
 		return nil, nil, localErr(err)
 	}
@@ -236,7 +243,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 		}
 		m.metrics.records.Add(float64(res.Records))
 	}
-	if v, err = m.open(db, name, len(files), created, held); err != nil {
+	if v, err = m.open(db, name, n, created, held); err != nil {
 		return nil, nil, localErr(err)
 	}
 	return v, &pendingBuild{res: res, man: man}, nil

@@ -7,6 +7,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/wire"
+	"spangle/storaged/loader"
 )
 
 // healthState names a phase as /healthz does. A loaded version waiting for
@@ -81,7 +82,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		}
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
-				NumPartitions: len(vs.files), Partitions: []int{},
+				NumPartitions: numPartitions(vs.files), Partitions: []int{},
 				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
@@ -103,7 +104,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				ds.Versions[vname] = st
 			} else {
 				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
-					NumPartitions: len(w.files), Partitions: []int{}}
+					NumPartitions: numPartitions(w.files), Partitions: []int{}}
 			}
 		}
 		out[name] = ds
@@ -150,7 +151,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Versions made servable, by how: loaded from the source, reused from the local store, or error.",
 		}, []string{"result"}),
 		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "spangle_storaged_version_load_seconds",
+			Name:    "spangle_storaged_version_load_duration_seconds",
 			Help:    "Time to load a version from the source.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
@@ -193,4 +194,14 @@ func (m *metrics) setStates(counts map[string]float64) {
 	for _, s := range []string{wire.StateSettling, wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError} {
 		m.states.WithLabelValues(s).Set(counts[s])
 	}
+}
+
+// numPartitions is the partition count of a version's files, 0 when they
+// do not make a version (the reason says why).
+func numPartitions(files []source.File) int {
+	n, err := loader.NumPartitions(files)
+	if err != nil {
+		return 0
+	}
+	return n
 }
