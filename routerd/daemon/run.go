@@ -93,6 +93,8 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		CacheBytes:        cfg.CacheSize,
 		ContentType:       cfg.ContentType,
 		BatchLimits:       wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
+		BatchReadTimeout:  cfg.BatchReadTimeout,
+		BatchReadBytes:    cfg.BatchReadBytes,
 		Health:            deps.Health,
 		Registry:          metrics.NewRegistry(),
 		Logger:            log,
