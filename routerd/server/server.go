@@ -49,6 +49,13 @@ type Options struct {
 	// BatchLimits bound a batch lookup (POST /<db>); zero values are
 	// wire's defaults.
 	BatchLimits wire.BatchLimits
+	// BatchReadTimeout bounds how long a batch body may take to arrive
+	// (408 after it); default wire.DefaultBatchReadTimeout.
+	BatchReadTimeout time.Duration
+	// BatchReadBytes bounds the bytes of batch bodies held at once
+	// (503 with Retry-After beyond it); default
+	// wire.DefaultBatchReadBytes.
+	BatchReadBytes int64
 	// Health tunes the per-node breakers.
 	Health health.Options
 	// Registry receives the server's metrics and is what /metrics serves;
@@ -72,6 +79,7 @@ type Server struct {
 	ctype   []string // the default Content-Type header value
 	metrics *metrics
 	bm      *batchMetrics
+	batchRd wire.BatchRead      // its Budget is the router's
 	ownUp   *proxy.HTTPUpstream // the default upstream, closed on shutdown; nil if given
 }
 
@@ -97,7 +105,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: m, ctype: []string{opts.ContentType}}
-	s.bm = newBatchMetrics(opts.Registry)
+	s.batchRd = wire.BatchRead{Limits: opts.BatchLimits, Timeout: opts.BatchReadTimeout,
+		Budget: wire.NewBatchBudget(opts.BatchReadBytes)}
+	s.bm = newBatchMetrics(opts.Registry, s.batchRd.Budget)
 	if opts.Upstream == nil {
 		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{})
 		opts.Upstream = s.ownUp
@@ -197,6 +207,26 @@ type choice struct {
 // status it wrote; otherwise code is 0. It sets X-Spangle-Pin while a pin
 // holds the db. A request that pins no version never gets 410: routerd
 // chose the version for it.
+// awaited is the version a db without a complete one waits for, which
+// routerd will serve first once it is complete: the version a pin holds
+// the db at or is about to, else the newest the map holds.
+func awaited(st *partmap.State, db string, versions map[string]*topo.Version) string {
+	ps := st.PinOf(db)
+	if ps.Pending != nil && ps.Pending.Version != "" {
+		return ps.Pending.Version
+	}
+	if ps.Pinned != "" {
+		return ps.Pinned
+	}
+	newest := ""
+	for v := range versions {
+		if v > newest {
+			newest = v
+		}
+	}
+	return newest
+}
+
 func (s *Server) chooseVersion(w http.ResponseWriter, r *http.Request, db string) (c choice, code int) {
 	c.st = s.table.Current()
 	versions := c.st.Map.DBs[db]
@@ -213,6 +243,10 @@ func (s *Server) chooseVersion(w http.ResponseWriter, r *http.Request, db string
 		return c, httpError(w, wire.StatusVersionGone, "version not held by any replica")
 	case !c.pinned:
 		if c.version = c.st.Served(db); c.version == "" {
+			// The db exists, so the answer says so (X-Sequins-Version
+			// is set iff the db exists), naming the version it waits
+			// for.
+			w.Header()[wire.HeaderVersion] = []string{awaited(c.st, db, versions)}
 			return c, httpError(w, http.StatusNotFound, "db has no complete version yet")
 		}
 	}

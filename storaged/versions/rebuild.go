@@ -82,7 +82,7 @@ func (m *Manager) rebuildLocked(db string, vs *vstate, files []source.File) {
 		if prev != nil {
 			<-prev.done // it used the same directory
 		}
-		m.rebuildVersion(ctx, db, vs, rb, n, held)
+		m.rebuildVersion(parent, ctx, db, vs, rb, n, held)
 	}()
 }
 
@@ -100,24 +100,27 @@ func (m *Manager) stopRebuildLocked(vs *vstate) *rebuilding {
 	return rb
 }
 
-// rebuildVersion builds vs again from rb.files and swaps it in, or says why not.
-// heldBefore are the partitions the served copy holds, of n.
-func (m *Manager) rebuildVersion(ctx context.Context, db string, vs *vstate, rb *rebuilding, n int, heldBefore []int) {
+// rebuildVersion builds vs again from rb.files and swaps it in, or says
+// why not. heldBefore are the partitions the served copy holds, of n;
+// ctx is the rebuild's, parent the manager's (the replaced copy closes
+// after swapGrace unless it ends).
+func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vstate, rb *rebuilding, n int, heldBefore []int) {
 	start := time.Now()
 	select {
 	case <-vs.durable: // its first load may still be writing its manifest
 	case <-ctx.Done():
 	}
 	nNow, err := loader.NumPartitions(rb.files)
-	var held []int
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
-	} else {
+	}
+	var held []int
+	if err == nil {
 		held, err = m.rebuildHeld(ctx, db, vs.name, nNow, n, heldBefore)
 	}
 	var nv *Version
 	if err == nil && ctx.Err() == nil {
-		nv, err = m.buildBeside(ctx, db, vs.name, rb.files, held)
+		nv, err = m.buildBeside(ctx, db, vs.name, rb.files, nNow, held)
 	}
 
 	m.mu.Lock()
@@ -171,7 +174,7 @@ func (m *Manager) rebuildVersion(ctx context.Context, db string, vs *vstate, rb 
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			sleepCtx(ctx, swapGrace)
+			sleepCtx(parent, swapGrace)
 			old.closing.Store(true)
 			waitUnused(old, 10*time.Second)
 			old.close()
@@ -203,14 +206,11 @@ func (m *Manager) rebuildHeld(ctx context.Context, db, name string, nNow, nBefor
 	return held, nil
 }
 
-// buildBeside builds db/name from files into the store's rebuild
-// directory, syncs it, marks its manifest complete and opens it there.
-func (m *Manager) buildBeside(ctx context.Context, db, name string, files []source.File, held []int) (*Version, error) {
+// buildBeside builds db/name (n partitions) from files into the store's
+// rebuild directory, syncs it, marks its manifest complete and opens it
+// there.
+func (m *Manager) buildBeside(ctx context.Context, db, name string, files []source.File, n int, held []int) (*Version, error) {
 	st := m.opts.Store
-	n, err := loader.NumPartitions(files)
-	if err != nil {
-		return nil, fmt.Errorf("versions: %s/%s: %w", db, name, err)
-	}
 	if err := st.RemoveRebuild(db, name); err != nil {
 		return nil, localErr(err)
 	}
