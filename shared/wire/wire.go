@@ -175,6 +175,9 @@ type VersionStatus struct {
 	// CorruptPartitions are held partitions found with a corrupt block
 	// and being rebuilt; their other blocks still answer.
 	CorruptPartitions []int `json:"corrupt_partitions,omitempty"`
+	// Progress is how far this node's load of the version has come,
+	// while it is read from the source.
+	Progress *LoadProgress `json:"progress,omitempty"`
 }
 
 // Health is one entry of GET /healthz: {"<db>": {"<version>": Health}}.
@@ -185,4 +188,7 @@ type Health struct {
 	// with a corrupt block on this node and being rebuilt, as on the
 	// status page.
 	CorruptPartitions []int `json:"corrupt_partitions,omitempty"`
+	// Progress (storaged) is how far the node's load of a BUILDING
+	// version has come, as on the status page.
+	Progress *LoadProgress `json:"progress,omitempty"`
 }

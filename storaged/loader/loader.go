@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -58,11 +59,15 @@ type Request struct {
 	Held []int
 	// Dir returns the directory of partition p's database.
 	Dir func(p int) string
+	// Progress, when set, is updated as the load goes (see Progress).
+	Progress *Progress
 }
 
 // Result says what a load did.
 type Result struct {
 	Records int64
+	// Bytes is how many bytes of source files were read.
+	Bytes int64
 	// FastFiles counts files loaded wholly by the fast path.
 	FastFiles int
 	// Runs counts the sorted runs written.
@@ -124,6 +129,14 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
+	if req.Progress == nil {
+		req.Progress = &Progress{}
+	}
+	var total int64
+	for _, f := range req.Files {
+		total += f.Size
+	}
+	req.Progress.start(time.Now(), n, total)
 	held := req.Held
 	if held == nil {
 		held = make([]int, n)
@@ -151,7 +164,8 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	if err := st.spill(true); err != nil {
 		return Result{}, err
 	}
-	res := Result{Records: st.records.Load(), FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}
+	res := Result{Records: st.records.Load(), Bytes: req.Progress.bytesRead.Load(),
+		FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}
 	for _, b := range st.builders {
 		if b == nil {
 			continue
@@ -227,8 +241,9 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 		return fmt.Errorf("loader: opening %s/%s/%s: %w", st.req.DB, st.req.Version, f.Name, err)
 	}
 	defer rc.Close()
+	prog := st.req.Progress
 	name := st.req.DB + "/" + st.req.Version + "/" + f.Name
-	r, err := seqfile.NewReader(rc, name)
+	r, err := seqfile.NewReader(countingReader{r: rc, n: &prog.bytesRead}, name)
 	if err != nil {
 		return fmt.Errorf("loader: %w", err)
 	}
@@ -242,12 +257,17 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 			run.Abort()
 		}
 		st.records.Add(count)
+		prog.records.Add(count % recordBatch)
 	}()
 	fast := true
+	spread := false // some record went to a buffer
 	for r.Next() {
 		count++
-		if count&4095 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if count%recordBatch == 0 {
+			prog.records.Add(recordBatch)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 		key, val := r.Key(), r.Value()
 		p := hashring.Partition(key, st.n)
@@ -275,6 +295,7 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 			}
 		}
 		if b := st.buffers[p]; b != nil {
+			spread = true
 			if st.buffered.Add(b.add(key, val)) > st.opts.SpillBytes {
 				if err := st.spill(false); err != nil {
 					return err
@@ -287,8 +308,15 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 	}
 	if fast && run != nil {
 		st.fast.Add(1)
+		prog.presharded.Add(1)
+	} else if spread {
+		prog.spread.Add(1)
 	}
-	return st.closeRun(&run)
+	if err := st.closeRun(&run); err != nil {
+		return err
+	}
+	prog.filesDone.Add(1)
+	return nil
 }
 
 func (st *loadState) closeRun(run **table.RunWriter) error {

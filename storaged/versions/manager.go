@@ -103,6 +103,9 @@ type Options struct {
 	Hooks Hooks
 	// Repair tunes the scrub and the rebuild of corrupt partitions.
 	Repair RepairOptions
+	// ProgressEvery is how often a load under way logs its progress;
+	// default DefaultProgressEvery.
+	ProgressEvery time.Duration
 	// Now defaults to time.Now (tests move time).
 	Now func() time.Time
 }
@@ -120,6 +123,7 @@ type Manager struct {
 	opts    Options
 	log     *zap.Logger
 	metrics *metrics
+	dbm     *dbMetrics
 	rep     *repairs
 	view    atomic.Pointer[view]
 	refresh chan struct{}
@@ -158,6 +162,9 @@ func New(opts Options) (*Manager, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultProgressEvery
+	}
 	if opts.FallbackAfter <= 0 {
 		opts.FallbackAfter = DefaultFallbackAfter
 	}
@@ -173,6 +180,7 @@ func New(opts Options) (*Manager, error) {
 		limit:   make(chan struct{}, opts.MaxParallelLoads),
 	}
 	m.metrics = newMetrics(opts.Registerer)
+	m.dbm = newDBMetrics(opts.Registerer)
 	m.rep = newRepairs(opts.Repair, opts.Registerer)
 	m.view.Store(&view{})
 	return m, nil

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/storaged/loader"
 )
 
 // candidate is a version of the source the manager may load: listed with
@@ -201,6 +202,7 @@ func (m *Manager) failListing(db, name string, err error) {
 	d.versions[name] = vs
 	m.failedN.Add(1)
 	m.metrics.loads.WithLabelValues("error").Inc()
+	m.dbm.loaded(db, "error", loader.Result{}, 0)
 	m.publishLocked()
 	m.log.Error("version has a data file that cannot be read; not loading it",
 		zap.String("db", db), zap.String("version", name), zap.Error(err))

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/storaged/loader"
 )
 
 // phase is where a version is in its lifecycle (doc.go draws it). A
@@ -178,11 +179,13 @@ type vstate struct {
 	// or the source went back to it); a scan runs again once it is gone,
 	// to load it anew. It is not a phase: it rides along whichever of
 	// cancelling, retiring and removing the version is in.
-	reload    bool
-	started   time.Time
-	loadTook  time.Duration // how long building took; 0 when reused
-	loadedAt  time.Time     // when it was loaded
-	activated time.Time     // when it last became the current version
+	reload   bool
+	started  time.Time
+	loadTook time.Duration // how long building took; 0 when reused
+	// progress counts what its load has read so far (set while loading).
+	progress  *loader.Progress
+	loadedAt  time.Time // when it was loaded
+	activated time.Time // when it last became the current version
 	// durable is closed once the version's load is over, its files
 	// synced and its manifest written; only then may it be deleted.
 	durable chan struct{}

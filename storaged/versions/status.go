@@ -2,6 +2,7 @@ package versions
 
 import (
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -28,11 +29,12 @@ func healthState(p phase) string {
 func (m *Manager) Health() map[string]map[string]wire.Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := time.Now()
 	out := map[string]map[string]wire.Health{}
 	for db, d := range m.dbs {
 		vs := map[string]wire.Health{}
 		for name, v := range d.versions {
-			h := wire.Health{State: healthState(v.phase), Reason: v.reason}
+			h := wire.Health{State: healthState(v.phase), Reason: v.reason, Progress: progressOf(v, now)}
 			if v.phase == loaded {
 				h.Reason = "loaded; waiting to become active"
 			}
@@ -57,6 +59,7 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 func (m *Manager) Status(db string) map[string]wire.DBStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := time.Now()
 	out := map[string]wire.DBStatus{}
 	for name, d := range m.dbs {
 		if db != "" && name != db {
@@ -70,7 +73,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
 				NumPartitions: len(vs.files), Partitions: []int{},
-				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated}
+				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated, Progress: progressOf(vs, now)}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
 				st.Created = vs.v.Created
