@@ -113,6 +113,9 @@ type Options struct {
 type dbState struct {
 	versions map[string]*vstate
 	watch    map[string]*watched // versions whose files are not settled yet
+	// awaiting: versions whose _SUCCESS manifest lists files not there
+	// yet, with those files (success.go).
+	awaiting map[string][]string
 	current  string
 	gone     bool // removed from the source
 	pin      pinState

@@ -72,6 +72,17 @@ func (m *Manager) planDB(ctx context.Context, db string, versions, walk []string
 		if broken && sameFiles(heldFiles, files) {
 			continue // retried once its files change, or after a transient error (retry.go)
 		}
+		if ok, err := m.successReady(ctx, db, name, files, held && sameFiles(heldFiles, files)); err != nil {
+			if errors.Is(err, source.ErrBadSuccess) {
+				m.failListing(db, name, err)
+				continue
+			}
+			m.log.Error("reading _SUCCESS failed; keeping what is served", zap.String("db", db), zap.String("version", name), zap.Error(err))
+			return p, false
+		} else if !ok {
+			seen[name] = true
+			continue // waits for the files its _SUCCESS manifest lists
+		}
 		if !m.settled(ctx, db, name, files, now) {
 			seen[name] = true
 			if held {
@@ -166,6 +177,7 @@ func (m *Manager) pruneWatched(db string, keep map[string]bool) {
 				delete(d.watch, name)
 			}
 		}
+		pruneAwaiting(d, keep)
 	}
 }
 
@@ -212,7 +224,7 @@ func (m *Manager) failListing(db, name string, err error) {
 func (m *Manager) dbLocked(db string) *dbState {
 	d := m.dbs[db]
 	if d == nil {
-		d = &dbState{versions: map[string]*vstate{}, watch: map[string]*watched{}}
+		d = &dbState{versions: map[string]*vstate{}, watch: map[string]*watched{}, awaiting: map[string][]string{}}
 		m.dbs[db] = d
 	}
 	return d

@@ -44,6 +44,13 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			}
 			vs[name] = h
 		}
+		for name, missing := range d.awaiting {
+			if d.versions[name] == nil {
+				h := wire.Health{}
+				h.State, h.Reason = awaitingHealth(missing)
+				vs[name] = h
+			}
+		}
 		if _, _, why := m.pinStatusLocked(d); why != "" {
 			// A marker not followed is an error of the db, shown under
 			// the marker's name, which no version can have.
@@ -83,6 +90,13 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st.Reason = joinReasons(st.Reason, why)
 			}
 			ds.Versions[vname] = st
+		}
+		for vname, missing := range d.awaiting {
+			if d.versions[vname] == nil {
+				st := wire.VersionStatus{Partitions: []int{}}
+				st.State, st.Reason = awaitingHealth(missing)
+				ds.Versions[vname] = st
+			}
 		}
 		out[name] = ds
 	}
