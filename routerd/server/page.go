@@ -193,7 +193,7 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-variant-numeric:tabular-nums}
 th{background:#f3f3f3}
-.ACTIVE{color:#060;font-weight:bold}.BUILDING{color:#a60}.REMOVING{color:#777}.ERROR{color:#b00;font-weight:bold}
+.ACTIVE{color:#060;font-weight:bold}.BUILDING{color:#a60}.HELD{color:#36c}.REMOVING{color:#777}.ERROR{color:#b00;font-weight:bold}
 .open{color:#b00;font-weight:bold}.half-open{color:#a60}.closed{color:#060}
 .missing{background:#fdd}.attention td:first-child{border-left:3px solid #b00}
 </style></head><body>

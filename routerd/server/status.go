@@ -174,7 +174,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 func versionHealth(st *partmap.State, db, name string, v *topo.Version) wire.Health {
 	h := wire.Health{State: st.VersionState(db, name)}
 	if p := st.Pin(db); p != "" && h.State == wire.StateBuilding && name > p {
-		h.Reason = "held back: the db is pinned to " + p
+		h.State, h.Reason = wire.StateHeld, wire.HeldReason(p)
 	}
 	if h.State != wire.StateActive {
 		return h

@@ -33,7 +33,16 @@ const (
 	StateActive   = "ACTIVE"
 	StateRemoving = "REMOVING"
 	StateError    = "ERROR"
+	// StateHeld is spangle's own, beside sequins' four: a version newer
+	// than the one a _PIN marker holds its db at. It is not loaded, and
+	// loads once the marker is removed; the reason names the pin.
+	StateHeld = "HELD"
 )
+
+// HeldReason is the reason shown with StateHeld.
+func HeldReason(pin string) string {
+	return "held back: the db is pinned to " + pin + "; it loads once _PIN is removed"
+}
 
 // Reserved paths. A db cannot be named healthz or metrics with a key-less
 // request, but /healthz/<key> still looks up a key in a db named healthz.

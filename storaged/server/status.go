@@ -164,7 +164,7 @@ var pageTmpl = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin-bottom:1.5em}
 td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top}
-.ACTIVE{color:#070}.ERROR{color:#b00}.BUILDING{color:#a60}.REMOVING{color:#666}
+.ACTIVE{color:#070}.ERROR{color:#b00}.BUILDING{color:#a60}.HELD{color:#36c}.REMOVING{color:#666}
 </style></head><body>
 <h1>storaged</h1>
 <p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}.</p>

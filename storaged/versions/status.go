@@ -44,6 +44,10 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			}
 			vs[name] = h
 		}
+		names, why := heldBackLocked(d)
+		for _, name := range names {
+			vs[name] = wire.Health{State: wire.StateHeld, Reason: why}
+		}
 		for name, missing := range d.awaiting {
 			if d.versions[name] == nil {
 				h := wire.Health{}
@@ -90,6 +94,10 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st.Reason = joinReasons(st.Reason, why)
 			}
 			ds.Versions[vname] = st
+		}
+		names, why := heldBackLocked(d)
+		for _, vname := range names {
+			ds.Versions[vname] = wire.VersionStatus{State: wire.StateHeld, Reason: why, Partitions: []int{}}
 		}
 		for vname, missing := range d.awaiting {
 			if d.versions[vname] == nil {
