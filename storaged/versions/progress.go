@@ -50,7 +50,7 @@ func (m *Manager) logProgress(db, version string, p *loader.Progress, stop <-cha
 			if s.Started.IsZero() {
 				continue
 			}
-			m.log.Info("loading version", zap.String("db", db), zap.String("version", version),
+			m.log.Info("load progress", zap.String("db", db), zap.String("version", version),
 				zap.Int64("files_done", s.FilesDone), zap.Int64("files_total", s.FilesTotal),
 				zap.Int64("bytes_done", s.BytesDone), zap.Int64("bytes_total", s.BytesTotal),
 				zap.Int64("records", s.Records),

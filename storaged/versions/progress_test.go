@@ -94,7 +94,7 @@ func TestLoadProgressShownAndLogged(t *testing.T) {
 		t.Fatalf("status progress while loading: %+v", sp)
 	}
 	waitFor(t, "a progress log line", func() bool {
-		for _, e := range logs.FilterMessage("loading version").All() {
+		for _, e := range logs.FilterMessage("load progress").All() {
 			if f := fieldsOf(e); f["files_done"] == int64(2) && f["files_total"] == int64(3) && f["bytes_total"] == total {
 				return true
 			}
