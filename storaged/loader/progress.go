@@ -73,14 +73,14 @@ func (p *Progress) start(now time.Time, files int, bytes int64) {
 }
 
 // countingReader adds the bytes read through it to a Progress: one atomic
-// add per Read, which the SequenceFile reader calls once per buffer.
+// add per Read, which the formats' readers call once per buffer.
 type countingReader struct {
-	r io.Reader
+	io.ReadCloser
 	n *atomic.Int64
 }
 
 func (c countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
+	n, err := c.ReadCloser.Read(b)
 	if n > 0 {
 		c.n.Add(int64(n))
 	}

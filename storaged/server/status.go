@@ -16,7 +16,7 @@ import (
 
 // Status returns the status page's JSON: every db, or one when db is not "".
 func (s *Server) Status(db string) wire.NodeStatus {
-	st := wire.NodeStatus{Node: s.opts.Node, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
+	st := wire.NodeStatus{Node: s.opts.Node, Build: s.opts.Build, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
 	if s.opts.Cluster != nil {
 		st.Cluster = s.opts.Cluster()
 	}
@@ -167,7 +167,7 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 .ACTIVE{color:#070}.ERROR{color:#b00}.BUILDING{color:#a60}.HELD{color:#36c}.REMOVING{color:#666}
 </style></head><body>
 <h1>storaged</h1>
-<p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
+<p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}; spangle {{.Status.Build.Version}} (commit {{.Status.Build.Commit}}, {{.Status.Build.GoVersion}}).</p>
 {{with .Status.Source}}<p>Source <b>{{.Root}}</b>{{if .Error}}: <span class="ERROR">listing fails since {{.Since.Format "2006-01-02 15:04:05 MST"}}: {{.Error}}</span>{{end}}</p>{{end}}
 {{if not .DBs}}<p>No databases.</p>{{end}}
 {{range .DBs}}
@@ -189,7 +189,8 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 Strategy {{.Strategy}}, quorum {{.Quorum}}, re-replication after {{.RereplicateAfter}}.</p>
 {{if .InProgress}}<table><tr><th>assignment in progress</th><th>copies to fetch</th></tr>
 {{range .InProgress}}<tr><td>{{.DB}}/{{.Version}}</td><td>{{.Pending}}</td></tr>
-{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{range $db, $e := .PinErrors}}<p><b>{{$db}}/_PIN not published:</b> {{$e}}</p>
+{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{if .RoundError}}<p><b>The leader cannot decide</b> (since {{.RoundErrorSince.Format "2006-01-02 15:04:05 MST"}}): {{.RoundError}}</p>
+{{end}}{{range $db, $e := .PinErrors}}<p><b>{{$db}}/_PIN not published:</b> {{$e}}</p>
 {{end}}{{end}}
 <p><a href="/healthz">healthz</a> · <a href="/metrics">metrics</a></p>
 </body></html>

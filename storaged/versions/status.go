@@ -8,6 +8,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/wire"
+	"spangle/storaged/loader"
 )
 
 // healthState names a phase as /healthz does. A loaded version waiting for
@@ -55,6 +56,18 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 				vs[name] = h
 			}
 		}
+		for name, w := range d.watch {
+			why := m.settlingLocked(w)
+			if why == "" {
+				continue
+			}
+			if h, ok := vs[name]; ok {
+				h.Reason = joinReasons(h.Reason, "its source files changed; "+why)
+				vs[name] = h
+			} else {
+				vs[name] = wire.Health{State: wire.StateSettling, Reason: why}
+			}
+		}
 		if _, _, why := m.pinStatusLocked(d); why != "" {
 			// A marker not followed is an error of the db, shown under
 			// the marker's name, which no version can have.
@@ -83,7 +96,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		}
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
-				NumPartitions: len(vs.files), Partitions: []int{},
+				NumPartitions: numPartitions(vs.files), Partitions: []int{},
 				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated, Progress: progressOf(vs, now)}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
@@ -104,6 +117,19 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st := wire.VersionStatus{Partitions: []int{}}
 				st.State, st.Reason = awaitingHealth(missing)
 				ds.Versions[vname] = st
+			}
+		}
+		for vname, w := range d.watch {
+			why := m.settlingLocked(w)
+			if why == "" {
+				continue
+			}
+			if st, ok := ds.Versions[vname]; ok {
+				st.Reason = joinReasons(st.Reason, "its source files changed; "+why)
+				ds.Versions[vname] = st
+			} else {
+				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
+					NumPartitions: len(w.files), Partitions: []int{}}
 			}
 		}
 		out[name] = ds
@@ -150,7 +176,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Versions made servable, by how: loaded from the source, reused from the local store, or error.",
 		}, []string{"result"}),
 		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "spangle_storaged_version_load_seconds",
+			Name:    "spangle_storaged_version_load_duration_seconds",
 			Help:    "Time to load a version from the source.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
 		}),
@@ -190,7 +216,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 func (m *metrics) setStates(counts map[string]float64) {
-	for _, s := range []string{wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError} {
+	for _, s := range []string{wire.StateSettling, wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError} {
 		m.states.WithLabelValues(s).Set(counts[s])
 	}
+}
+
+// numPartitions is the partition count of a version's files, 0 when they
+// do not make a version (the reason says why).
+func numPartitions(files []source.File) int {
+	n, err := loader.NumPartitions(files)
+	if err != nil {
+		return 0
+	}
+	return n
 }
