@@ -8,6 +8,9 @@ import "time"
 // does not say how many records it holds, so records have no total.
 // Rates are averages since the load began reading the source.
 type LoadProgress struct {
+	// FilesDone and FilesTotal count the data files the node reads: a
+	// Sparkey log with its index is one, and one of a partition the node
+	// does not hold is not read, so not counted; BytesTotal is theirs.
 	FilesDone  int64 `json:"files_done"`
 	FilesTotal int64 `json:"files_total"`
 	BytesDone  int64 `json:"bytes_done"`

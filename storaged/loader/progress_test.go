@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
+	"spangle/shared/sparkey"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/table"
 )
@@ -113,5 +115,38 @@ func TestProgressCountsFilesBytesRecordsAndPaths(t *testing.T) {
 				t.Fatalf("done: no rate in %+v", s)
 			}
 		})
+	}
+}
+
+// A Sparkey version counts a log with its index as one file of progress,
+// and only those of held partitions: the others are not read.
+func TestProgressSparkeyHeldPartition(t *testing.T) {
+	root := t.TempDir()
+	testutil.WriteSparkeyVersion(t, root, "db", "v1", 3, sparkey.WriterOptions{}, testutil.Records(900, "v1"))
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := src.Files(context.Background(), "db", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, f := range files {
+		if strings.HasPrefix(f.Name, "part-00001.") {
+			want += f.Size
+		}
+	}
+	prog := &Progress{}
+	out := t.TempDir()
+	res, err := Load(context.Background(), Request{Source: src, DB: "db", Version: "v1", Files: files, Held: []int{1}, Progress: prog,
+		Dir: func(p int) string { return filepath.Join(out, fmt.Sprint(p)) }}, Options{Build: table.BuildOptions{NoSync: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := prog.Snapshot(time.Now())
+	if want == 0 || s.FilesTotal != 1 || s.FilesDone != 1 || s.BytesTotal != want || s.BytesDone != want ||
+		s.Records != res.Records || s.Presharded != 1 || s.Spread != 0 {
+		t.Fatalf("progress %+v (result %+v), want 1 file of %d bytes, pre-sharded", s, res, want)
 	}
 }
