@@ -144,27 +144,17 @@ func readSuccess(ctx context.Context, db, version string, open func(ctx context.
 	return m, nil
 }
 
-// ReadSuccess reads db/version/_SUCCESS through the root, refusing
-// anything but a regular file (a FIFO would block the read).
+// ReadSuccess reads db/version/_SUCCESS through the root: only a regular
+// file of at most MaxSuccessSize bytes, opened without blocking (a FIFO
+// would block the read), as the other markers are.
 func (l *local) ReadSuccess(ctx context.Context, db, version string) (SuccessManifest, error) {
 	return readSuccess(ctx, db, version, func(ctx context.Context) (io.ReadCloser, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		f, err := l.root.Open(db + "/" + version + "/" + SuccessFile)
+		name := db + "/" + version + "/" + SuccessFile
+		f, size, err := l.openRegular(ctx, name, MaxSuccessSize, ErrBadSuccess)
 		if err != nil {
 			return nil, err
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		if !fi.Mode().IsRegular() {
-			f.Close()
-			return nil, fmt.Errorf("%w: not a regular file (%v)", ErrBadSuccess, fi.Mode().Type())
-		}
-		return f, nil
+		return &localFile{ctx: ctx, f: f, path: name, size: size, left: size, timeout: l.opts.LocalTimeout}, nil
 	})
 }
 

@@ -1,9 +1,13 @@
 package source
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -64,5 +68,23 @@ func TestParseSuccess(t *testing.T) {
 	}
 	if m.Committer != "magic" {
 		t.Fatalf("committer %q", m.Committer)
+	}
+}
+
+// A _SUCCESS that is a FIFO is refused at once, never waited on.
+func TestReadSuccessFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "db", "v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "db", "v1", SuccessFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.ReadSuccess(context.Background(), "db", "v1"); !errors.Is(err, ErrBadSuccess) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("FIFO marker: %v, want ErrBadSuccess", err)
 	}
 }
