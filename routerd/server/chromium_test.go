@@ -28,7 +28,7 @@ func TestStatusPageInChromium(t *testing.T) {
 			t.Errorf("node table lacks %q: %s", want, cells)
 		}
 	}
-	for _, want := range []string{"db\tv2\t\tv2 ACTIVE, v1 REMOVING\t0", "half\tnothing yet\t\tv1 BUILDING\t0"} {
+	for _, want := range []string{"db\tv2\t\tv2 ACTIVE, v1 REMOVING\t0", "half\tnothing yet\t\tv1 BUILDING (1/2)\t0"} {
 		if !slices.Contains(page.dbRows, want) {
 			t.Errorf("db rows %q lack %q", page.dbRows, want)
 		}

@@ -58,7 +58,12 @@ type dbSummary struct {
 	Why string
 }
 
-type versionSummary struct{ Name, State string }
+type versionSummary struct {
+	Name, State string
+	// Loading is "k/N" (partitions loaded somewhere of the version's N)
+	// for a version BUILDING; "" otherwise.
+	Loading string
+}
 
 type pageDB struct {
 	Name     string
@@ -70,6 +75,7 @@ type pageDB struct {
 type pageVersion struct {
 	Name       string
 	State      string
+	Loading    string // "k of N partitions loaded" while BUILDING
 	Reason     string
 	Complete   bool
 	Created    string
@@ -142,7 +148,11 @@ func summarize(name string, d DBStatus) dbSummary {
 	var why []string
 	for _, vn := range newestFirst(d.Versions) {
 		v := d.Versions[vn]
-		sum.Versions = append(sum.Versions, versionSummary{Name: vn, State: v.State})
+		vsum := versionSummary{Name: vn, State: v.State}
+		if v.State == wire.StateBuilding {
+			vsum.Loading = fmt.Sprintf("%d/%d", v.PartitionsLoaded, v.NumPartitions)
+		}
+		sum.Versions = append(sum.Versions, vsum)
 		if v.State == wire.StateError {
 			why = append(why, vn+" "+v.State+": "+v.Reason)
 		}
@@ -171,6 +181,9 @@ func dbDetail(name string, d DBStatus) pageDB {
 	for _, vn := range newestFirst(d.Versions) {
 		v := d.Versions[vn]
 		pv := pageVersion{Name: vn, State: v.State, Reason: v.Reason, Complete: v.Complete, Created: v.Created.UTC().Format("2006-01-02 15:04:05 MST")}
+		if v.State == wire.StateBuilding {
+			pv.Loading = fmt.Sprintf("%d of %d partitions loaded", v.PartitionsLoaded, v.NumPartitions)
+		}
 		for i, r := range v.Replicas {
 			pv.Partitions = append(pv.Partitions, pagePartition{Index: i, Replicas: strings.Join(r, ", "), Missing: len(r) == 0})
 		}
@@ -195,7 +208,7 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-variant-numeric:tabular-nums}
 th{background:#f3f3f3}
-.ACTIVE{color:#060;font-weight:bold}.BUILDING{color:#a60}.REMOVING{color:#777}.ERROR{color:#b00;font-weight:bold}
+.ACTIVE{color:#060;font-weight:bold}.BUILDING{color:#a60}.HELD{color:#36c}.REMOVING{color:#777}.ERROR{color:#b00;font-weight:bold}
 .open{color:#b00;font-weight:bold}.half-open{color:#a60}.closed{color:#060}
 .missing{background:#fdd}.attention td:first-child{border-left:3px solid #b00}
 </style></head><body>
@@ -208,13 +221,13 @@ th{background:#f3f3f3}
 {{end}}</ul></section>
 {{end}}{{if .Total}}<p class="pager">dbs {{.First}}–{{.Last}} of {{.Total}}{{if gt .Pages 1}}, page {{.PageNum}} of {{.Pages}}{{if .Prev}} · <a href="/?page={{.Prev}}" rel="prev">previous</a>{{end}}{{if .Next}} · <a href="/?page={{.Next}}" rel="next">next</a>{{end}}{{end}}. A db's versions and partitions are on its page.</p>
 <table id="dbs"><thead><tr><th>db</th><th>serving</th><th>pin</th><th>versions</th><th>partitions without a replica</th></tr></thead><tbody>
-{{range .Summaries}}<tr{{if .Why}} class="attention"{{end}}><td><a href="{{.Link}}">{{.Name}}</a></td><td>{{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</td><td>{{with .Pinned}}pinned to <b>{{.}}</b>{{end}}</td><td>{{range $i, $v := .Versions}}{{if $i}}, {{end}}{{.Name}} <span class="{{.State}}">{{.State}}</span>{{end}}</td><td{{if .Missing}} class="missing"{{end}}>{{.Missing}}</td></tr>
+{{range .Summaries}}<tr{{if .Why}} class="attention"{{end}}><td><a href="{{.Link}}">{{.Name}}</a></td><td>{{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</td><td>{{with .Pinned}}pinned to <b>{{.}}</b>{{end}}</td><td>{{range $i, $v := .Versions}}{{if $i}}, {{end}}{{.Name}} <span class="{{.State}}">{{.State}}</span>{{with .Loading}} ({{.}}){{end}}{{end}}</td><td{{if .Missing}} class="missing"{{end}}>{{.Missing}}</td></tr>
 {{end}}</tbody></table>
 {{else}}<p>No databases known yet.</p>
 {{end}}{{else}}{{range $db := .DBs}}<section class="db" id="db-{{.Name}}">
 <h3>{{.Name}} — serving {{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</h3>
 {{with .Pin}}<p class="pin">{{if .Pinned}}Pinned to <b>{{.Pinned}}</b> by _PIN: newer versions wait for the unpin{{else}}Unpinned{{end}} (pin generation {{.Generation}}).{{with .Pending}} Pin to {{.Version}} (generation {{.Generation}}) waits for the version to be complete; the served version is frozen meanwhile.{{end}}</p>
-{{end}}{{range .Versions}}<h4>version {{.Name}}: <span class="{{.State}}">{{.State}}</span>{{if .Reason}} ({{.Reason}}){{end}}{{if not .Complete}} (incomplete){{end}}, built {{.Created}}</h4>
+{{end}}{{range .Versions}}<h4>version {{.Name}}: <span class="{{.State}}">{{.State}}</span>{{with .Loading}}, {{.}}{{end}}{{if .Reason}} ({{.Reason}}){{end}}{{if not .Complete}} (incomplete){{end}}, built {{.Created}}</h4>
 <table class="partitions" data-db="{{$db.Name}}" data-version="{{.Name}}">
 <thead><tr><th>partition</th><th>replicas</th></tr></thead><tbody>
 {{range .Partitions}}<tr{{if .Missing}} class="missing"{{end}}><td>{{.Index}}</td><td>{{if .Missing}}none{{else}}{{.Replicas}}{{end}}</td></tr>

@@ -32,14 +32,21 @@ func TestPinnedAnswers(t *testing.T) {
 	if p := st.DBs["db"].Pin; p == nil || p.Pinned != "v1" || p.Generation != 4 || st.DBs["db"].Served != "v1" || w.Header().Get(wire.HeaderPin) != "v1" {
 		t.Fatalf("pinned status: %s %v", w.Body.String(), w.Header())
 	}
-	if v2 := st.DBs["db"].Versions["v2"]; v2.State != wire.StateBuilding || !strings.Contains(v2.Reason, "pinned to v1") {
+	if v2 := st.DBs["db"].Versions["v2"]; v2.State != wire.StateHeld || !strings.Contains(v2.Reason, "pinned to v1") {
 		t.Fatalf("v2 under the pin: %+v", v2)
 	}
 	if body := do(s, "GET", "/").Body.String(); !strings.Contains(body, "pinned to <b>v1</b>") {
 		t.Fatalf("the overview does not show the pin: %s", body)
 	}
-	if body := do(s, "GET", "/db").Body.String(); !strings.Contains(body, "Pinned to <b>v1</b>") {
-		t.Fatalf("the db's page does not show the pin: %s", body)
+	if body := do(s, "GET", "/db").Body.String(); !strings.Contains(body, "Pinned to <b>v1</b>") || !strings.Contains(body, ">HELD<") {
+		t.Fatalf("the db's page does not show the pin and v2 held: %s", body)
+	}
+	var hz map[string]map[string]wire.Health
+	if err := json.Unmarshal(do(s, "GET", "/healthz").Body.Bytes(), &hz); err != nil {
+		t.Fatal(err)
+	}
+	if v2 := hz["db"]["v2"]; v2.State != wire.StateHeld || !strings.Contains(v2.Reason, "pinned to v1") {
+		t.Fatalf("healthz of v2 under the pin: %+v", v2)
 	}
 	body := do(s, "GET", "/metrics").Body.String()
 	for _, want := range []string{`spangle_routerd_pinned{db="db",version="v1"} 1`, `spangle_routerd_pin_generation{db="db"} 4`} {

@@ -50,6 +50,10 @@ type VersionStatus struct {
 	Complete      bool      `json:"complete"`
 	// Replicas holds, per partition, the registered nodes serving it.
 	Replicas [][]string `json:"replicas"`
+	// PartitionsLoaded counts the partitions some registered node has
+	// loaded and serves: a load's progress as the cluster map shows it
+	// (each node's own files, bytes and records are on its status page).
+	PartitionsLoaded int `json:"partitions_loaded"`
 }
 
 // NodeStatus is one storaged node as routerd sees it.
@@ -79,8 +83,12 @@ func (s *Server) Status(db string) Status {
 		}
 		for vname, v := range m.DBs[name] {
 			reps := make([][]string, len(v.Replicas))
+			loaded := 0
 			for p, r := range v.Replicas {
 				reps[p] = registered(m, r)
+				if len(reps[p]) > 0 {
+					loaded++
+				}
 			}
 			vh := versionHealth(st, name, vname, v)
 			ds.Versions[vname] = VersionStatus{
@@ -90,6 +98,8 @@ func (s *Server) Status(db string) Status {
 				Created:       v.Created,
 				Complete:      v.Complete(s.table.MinReplication()),
 				Replicas:      reps,
+
+				PartitionsLoaded: loaded,
 			}
 		}
 		out.DBs[name] = ds
@@ -177,7 +187,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 func versionHealth(st *partmap.State, db, name string, v *topo.Version) wire.Health {
 	h := wire.Health{State: st.VersionState(db, name)}
 	if p := st.Pin(db); p != "" && h.State == wire.StateBuilding && name > p {
-		h.Reason = "held back: the db is pinned to " + p
+		h.State, h.Reason = wire.StateHeld, wire.HeldReason(p)
 	}
 	if h.State != wire.StateActive {
 		return h

@@ -62,6 +62,13 @@ type Source interface {
 	// finished, so its files will not change (an object store answers it
 	// with one HEAD of the marker).
 	Succeeded(ctx context.Context, db, version string) (bool, error)
+	// ReadSuccess reads the version's _SUCCESS marker, at most
+	// MaxSuccessSize+1 bytes of it, and parses it (ParseSuccess): a JSON
+	// manifest lists the files the job wrote, and the version is ready
+	// only once each is there. No marker is an error wrapping
+	// ErrNotFound; a marker that cannot be used wraps ErrBadSuccess. An
+	// object store answers it with one GET.
+	ReadSuccess(ctx context.Context, db, version string) (SuccessManifest, error)
 	// Pin returns the version the db's marker (<root>/<db>/_PIN, see
 	// PinFile) names, or "" when there is no marker. A marker that is not
 	// one valid version name fails with an error wrapping ErrBadPin; any

@@ -34,12 +34,21 @@ const (
 	StateActive   = "ACTIVE"
 	StateRemoving = "REMOVING"
 	StateError    = "ERROR"
+	// StateHeld is spangle's own, beside sequins' four: a version newer
+	// than the one a _PIN marker holds its db at. It is not loaded, and
+	// loads once the marker is removed; the reason names the pin.
+	StateHeld = "HELD"
 	// StateSettling (storaged, not a sequins state) is a version seen in
 	// the source whose files have not yet stayed unchanged for the
 	// settle time: it is not loaded yet, and says so rather than being
 	// absent or taken for one building.
 	StateSettling = "SETTLING"
 )
+
+// HeldReason is the reason shown with StateHeld.
+func HeldReason(pin string) string {
+	return "held back: the db is pinned to " + pin + "; it loads once _PIN is removed"
+}
 
 // Reserved paths. A db cannot be named healthz or metrics with a key-less
 // request, but /healthz/<key> still looks up a key in a db named healthz.
@@ -186,6 +195,9 @@ type VersionStatus struct {
 	// CorruptPartitions are held partitions found with a corrupt block
 	// and being rebuilt; their other blocks still answer.
 	CorruptPartitions []int `json:"corrupt_partitions,omitempty"`
+	// Progress is how far this node's load of the version has come,
+	// while it is read from the source.
+	Progress *LoadProgress `json:"progress,omitempty"`
 }
 
 // Health is one entry of GET /healthz: {"<db>": {"<version>": Health}}.
@@ -196,4 +208,7 @@ type Health struct {
 	// with a corrupt block on this node and being rebuilt, as on the
 	// status page.
 	CorruptPartitions []int `json:"corrupt_partitions,omitempty"`
+	// Progress (storaged) is how far the node's load of a BUILDING
+	// version has come, as on the status page.
+	Progress *LoadProgress `json:"progress,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"spangle/shared/source"
 )
@@ -39,6 +40,8 @@ type Format interface {
 type Input struct {
 	src         source.Source
 	db, version string
+	// read, when set, counts the bytes read from the files (Progress).
+	read *atomic.Int64
 }
 
 // Open opens one file of the version.
@@ -46,6 +49,9 @@ func (in Input) Open(ctx context.Context, f source.File) (io.ReadCloser, error) 
 	rc, err := in.src.Open(ctx, in.db, in.version, f.Name)
 	if err != nil {
 		return nil, fmt.Errorf("loader: opening %s: %w", in.Path(f), err)
+	}
+	if in.read != nil {
+		return countingReader{ReadCloser: rc, n: in.read}, nil
 	}
 	return rc, nil
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -64,11 +65,15 @@ type Request struct {
 	Held []int
 	// Dir returns the directory of partition p's database.
 	Dir func(p int) string
+	// Progress, when set, is updated as the load goes (see Progress).
+	Progress *Progress
 }
 
 // Result says what a load did.
 type Result struct {
 	Records int64
+	// Bytes is how many bytes of source files were read.
+	Bytes int64
 	// FastFiles counts units (files, or Sparkey pairs) loaded wholly by
 	// the fast path.
 	FastFiles int
@@ -137,6 +142,9 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
+	if req.Progress == nil {
+		req.Progress = &Progress{}
+	}
 	held := req.Held
 	if held == nil {
 		held = make([]int, n)
@@ -145,7 +153,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		}
 	}
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, layout: layout,
-		in:       Input{src: req.Source, db: req.DB, version: req.Version},
+		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n)}
 	for _, p := range held {
 		if p < 0 || p >= n {
@@ -158,6 +166,20 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		st.builders[p] = b
 		st.buffers[p] = &buffer{}
 	}
+	// Progress counts the units to be read (those of a partition not held
+	// are not) and their bytes.
+	var units int
+	var total int64
+	for _, u := range layout.Units {
+		if u.Partition >= 0 && st.builders[u.Partition] == nil {
+			continue
+		}
+		units++
+		for _, f := range u.Files {
+			total += f.Size
+		}
+	}
+	req.Progress.start(time.Now(), units, total)
 
 	if err := st.readFiles(); err != nil {
 		return Result{}, err
@@ -165,7 +187,8 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	if err := st.spill(true); err != nil {
 		return Result{}, err
 	}
-	res := Result{Records: st.records.Load(), FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}
+	res := Result{Records: st.records.Load(), Bytes: req.Progress.bytesRead.Load(),
+		FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}
 	for _, b := range st.builders {
 		if b == nil {
 			continue
@@ -245,6 +268,7 @@ func (st *loadState) readFile(ctx context.Context, u Unit) error {
 		return err
 	}
 	defer r.Close()
+	prog := st.req.Progress
 	var (
 		run   *table.RunWriter
 		runP  = -1
@@ -255,12 +279,17 @@ func (st *loadState) readFile(ctx context.Context, u Unit) error {
 			run.Abort()
 		}
 		st.records.Add(count)
+		prog.records.Add(count % recordBatch)
 	}()
 	fast := true
+	spread := false // some record went to a buffer
 	for r.Next() {
 		count++
-		if count&4095 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if count%recordBatch == 0 {
+			prog.records.Add(recordBatch)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 		key, val := r.Key(), r.Value()
 		p := hashring.Partition(key, st.n)
@@ -292,6 +321,7 @@ func (st *loadState) readFile(ctx context.Context, u Unit) error {
 			}
 		}
 		if b := st.buffers[p]; b != nil {
+			spread = true
 			if st.buffered.Add(b.add(key, val)) > st.opts.SpillBytes {
 				if err := st.spill(false); err != nil {
 					return err
@@ -304,8 +334,15 @@ func (st *loadState) readFile(ctx context.Context, u Unit) error {
 	}
 	if fast && run != nil {
 		st.fast.Add(1)
+		prog.presharded.Add(1)
+	} else if spread {
+		prog.spread.Add(1)
 	}
-	return st.closeRun(&run)
+	if err := st.closeRun(&run); err != nil {
+		return err
+	}
+	prog.filesDone.Add(1)
+	return nil
 }
 
 func (st *loadState) closeRun(run **table.RunWriter) error {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"sort"
@@ -111,6 +112,8 @@ type pageDB struct {
 type pageVersion struct {
 	Name string
 	wire.VersionStatus
+	// Loading says how far a load under way has come, in words.
+	Loading string
 }
 
 type page struct {
@@ -123,7 +126,7 @@ func pageData(st wire.NodeStatus) page {
 	for name, d := range st.DBs {
 		pd := pageDB{Name: name, Current: d.Current, Pin: d.Pin, PinError: d.PinError}
 		for vname, v := range d.Versions {
-			pd.Versions = append(pd.Versions, pageVersion{Name: vname, VersionStatus: v})
+			pd.Versions = append(pd.Versions, pageVersion{Name: vname, VersionStatus: v, Loading: progressText(v.Progress)})
 		}
 		sort.Slice(pd.Versions, func(i, j int) bool { return pd.Versions[i].Name > pd.Versions[j].Name })
 		p.DBs = append(p.DBs, pd)
@@ -132,13 +135,42 @@ func pageData(st wire.NodeStatus) page {
 	return p
 }
 
+// progressText says how far a load has come: files, bytes and records
+// done of the total where known, the rates, and how the files were used.
+func progressText(p *wire.LoadProgress) string {
+	if p == nil {
+		return ""
+	}
+	pct := ""
+	if p.BytesTotal > 0 {
+		pct = fmt.Sprintf(" (%.0f%%)", 100*float64(p.BytesDone)/float64(p.BytesTotal))
+	}
+	return fmt.Sprintf("%d of %d files, %s of %s%s, %d records in %.0f s; %s/s, %.0f records/s; %d files pre-sharded, %d spread",
+		p.FilesDone, p.FilesTotal, humanBytes(float64(p.BytesDone)), humanBytes(float64(p.BytesTotal)), pct,
+		p.Records, p.ElapsedSeconds, humanBytes(p.BytesPerSecond), p.RecordsPerSecond, p.PreshardedFiles, p.SpreadFiles)
+}
+
+// humanBytes writes n bytes in B, KB, MB, GB or TB (powers of 1000).
+func humanBytes(n float64) string {
+	units := []string{"B", "KB", "MB", "GB", "TB"}
+	i := 0
+	for n >= 1000 && i < len(units)-1 {
+		n /= 1000
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B", n)
+	}
+	return fmt.Sprintf("%.1f %s", n, units[i])
+}
+
 var pageTmpl = template.Must(template.New("status").Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>storaged {{.Status.Node.Addr}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin-bottom:1.5em}
 td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top}
-.ACTIVE{color:#070}.ERROR{color:#b00}.BUILDING{color:#a60}.REMOVING{color:#666}
+.ACTIVE{color:#070}.ERROR{color:#b00}.BUILDING{color:#a60}.HELD{color:#36c}.REMOVING{color:#666}
 </style></head><body>
 <h1>storaged</h1>
 <p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}; spangle {{.Status.Build.Version}} (commit {{.Status.Build.Commit}}, {{.Status.Build.GoVersion}}).</p>
@@ -150,7 +182,7 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 {{if .Pin}}<p>Pinned by _PIN to <b>{{.Pin}}</b>: newer versions are not served until the marker is deleted.</p>{{end}}
 {{if .PinError}}<p><b>_PIN not followed:</b> {{.PinError}}</p>{{end}}
 <table><tr><th>version</th><th>state</th><th>partitions held</th><th>created</th><th>loaded in</th><th>active since</th><th>reason</th></tr>
-{{range .Versions}}<tr><td>{{.Name}}</td><td class="{{.State}}">{{.State}}</td><td>{{len .Partitions}} of {{.NumPartitions}} {{.Partitions}}</td><td>{{if not .Created.IsZero}}{{.Created.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{if .LoadSeconds}}{{printf "%.2f s" .LoadSeconds}}{{end}}</td><td>{{if not .Activated.IsZero}}{{.Activated.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{.Reason}}</td></tr>
+{{range .Versions}}<tr><td>{{.Name}}</td><td class="{{.State}}">{{.State}}</td><td>{{len .Partitions}} of {{.NumPartitions}} {{.Partitions}}</td><td>{{if not .Created.IsZero}}{{.Created.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{if .LoadSeconds}}{{printf "%.2f s" .LoadSeconds}}{{end}}</td><td>{{if not .Activated.IsZero}}{{.Activated.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{if .Loading}}<b>loading:</b> {{.Loading}}{{if .Reason}}; {{end}}{{end}}{{.Reason}}</td></tr>
 {{end}}</table>
 {{end}}
 {{with .Status.Cluster}}<h2>Cluster</h2>

@@ -80,6 +80,10 @@
 // unpinned ones the active one. /healthz says BUILDING for building,
 // activate-on-load, cancelling and loaded; ACTIVE for active; REMOVING
 // for superseded, retiring and removing; ERROR for failed.
+// Versions it does not hold also show there: HELD for those the source
+// lists above a db's pin (pin.go), BUILDING for those waiting for the
+// files their _SUCCESS manifest lists (success.go). A version loading
+// shows its progress (progress.go).
 //
 // The request path (Manager.Acquire, Version.Get) takes no lock: it reads
 // an immutable snapshot through an atomic pointer, and a version's

@@ -24,7 +24,8 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	vs := &vstate{name: name, files: files, cancel: cancel, started: m.opts.Now(), durable: make(chan struct{})}
+	vs := &vstate{name: name, files: files, cancel: cancel, started: m.opts.Now(), durable: make(chan struct{}),
+		progress: &loader.Progress{}}
 	m.toLocked(db, vs, building)
 	d.versions[name] = vs
 	m.publishLocked()
@@ -41,7 +42,7 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 // built version durable.
 func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	defer close(vs.durable)
-	start := time.Now()
+	waitStart := time.Now()
 	var (
 		held    []int
 		v       *Version
@@ -65,9 +66,17 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			held[i] = i
 		}
 	}
+	// The wait for the cluster above is not the load's own time: took
+	// starts here, and the wait is reported apart.
+	clusterWait := time.Since(waitStart)
+	start := time.Now()
 	if err == nil {
-		v, pending, err = m.build(ctx, db, vs.name, vs.files, held)
+		stop := make(chan struct{})
+		go m.logProgress(db, vs.name, vs.progress, stop)
+		v, pending, err = m.build(ctx, db, vs.name, vs.files, held, vs.progress)
+		close(stop)
 	}
+	took := time.Since(start)
 
 	m.mu.Lock()
 	d := m.dbs[db]
@@ -97,6 +106,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		}
 		m.failedN.Add(1)
 		m.metrics.loads.WithLabelValues("error").Inc()
+		m.dbm.loaded(db, "error", loader.Result{}, 0)
 		m.publishLocked()
 		m.mu.Unlock()
 		m.log.Error(msg, zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
@@ -112,19 +122,27 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	m.toLocked(db, vs, loaded)
 	vs.loadedAt = m.opts.Now()
 	how := "loaded"
+	var res loader.Result
 	if pending == nil {
 		how = "reused"
 		m.reusedN.Add(1)
 	} else {
+		res = pending.res
 		m.loadedN.Add(1)
-		vs.loadTook = time.Since(start)
+		vs.loadTook = took
 		m.metrics.loadSeconds.Observe(vs.loadTook.Seconds())
 	}
 	m.metrics.loads.WithLabelValues(how).Inc()
+	m.dbm.loaded(db, how, res, took)
 	m.publishLocked()
 	m.mu.Unlock()
-	m.log.Info("version loaded", zap.String("db", db), zap.String("version", vs.name), zap.String("how", how),
-		zap.Ints("partitions", v.held), zap.Duration("took", time.Since(start)))
+	fields := []zap.Field{zap.String("db", db), zap.String("version", vs.name), zap.String("how", how),
+		zap.Ints("partitions", v.held), zap.Int64("records", res.Records), zap.Int64("bytes", res.Bytes),
+		zap.Int("presharded_files", res.FastFiles), zap.Duration("took", took)}
+	if m.opts.Hooks.Held != nil {
+		fields = append(fields, zap.Duration("cluster_wait", clusterWait))
+	}
+	m.log.Info("version loaded", fields...)
 	if f := m.opts.Hooks.PartitionReady; f != nil {
 		for _, p := range v.held {
 			f(db, vs.name, p, n)
@@ -198,7 +216,7 @@ func (m *Manager) setReason(vs *vstate, reason string) {
 // makeDurable must finish): each partition that peers already serve is
 // copied from one of them (copyFromPeers), the rest is built from the
 // source.
-func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int) (v *Version, pending *pendingBuild, err error) {
+func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int, prog *loader.Progress) (v *Version, pending *pendingBuild, err error) {
 	st := m.opts.Store
 	n, err := loader.NumPartitions(files)
 	if err != nil {
@@ -236,7 +254,8 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 		lopts.Log = m.log
 		res, err = loader.Load(ctx, loader.Request{
 			Source: m.opts.Source, DB: db, Version: name, Files: files, Held: rest,
-			Dir: func(p int) string { return st.PartitionDir(db, name, p) },
+			Dir:      func(p int) string { return st.PartitionDir(db, name, p) },
+			Progress: prog,
 		}, lopts)
 		if err != nil {
 			return nil, nil, err
@@ -338,6 +357,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 // removeDBLocked stops serving a db that left the source.
 func (m *Manager) removeDBLocked(db string, d *dbState) {
 	d.gone = true
+	m.dbm.forget(db)
 	m.markRemovedLocked(db)
 	d.current = ""
 	for _, vs := range d.versions {

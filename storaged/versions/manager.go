@@ -106,6 +106,9 @@ type Options struct {
 	Hooks Hooks
 	// Repair tunes the scrub and the rebuild of corrupt partitions.
 	Repair RepairOptions
+	// ProgressEvery is how often a load under way logs its progress;
+	// default DefaultProgressEvery.
+	ProgressEvery time.Duration
 	// Now defaults to time.Now (tests move time).
 	Now func() time.Time
 }
@@ -113,6 +116,9 @@ type Options struct {
 type dbState struct {
 	versions map[string]*vstate
 	watch    map[string]*watched // versions whose files are not settled yet
+	// awaiting: versions whose _SUCCESS manifest lists files not there
+	// yet, with those files (success.go).
+	awaiting map[string][]string
 	current  string
 	gone     bool // removed from the source
 	pin      pinState
@@ -123,6 +129,7 @@ type Manager struct {
 	opts    Options
 	log     *zap.Logger
 	metrics *metrics
+	dbm     *dbMetrics
 	rep     *repairs
 	view    atomic.Pointer[view]
 	refresh chan struct{}
@@ -163,6 +170,9 @@ func New(opts Options) (*Manager, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultProgressEvery
+	}
 	if opts.FallbackAfter <= 0 {
 		opts.FallbackAfter = DefaultFallbackAfter
 	}
@@ -178,6 +188,7 @@ func New(opts Options) (*Manager, error) {
 		limit:   make(chan struct{}, opts.MaxParallelLoads),
 	}
 	m.metrics = newMetrics(opts.Registerer)
+	m.dbm = newDBMetrics(opts.Registerer)
 	m.rep = newRepairs(opts.Repair, opts.Registerer)
 	m.view.Store(&view{})
 	return m, nil

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 )
 
 // pinState is a db's pin. Guarded by Manager.mu.
@@ -22,6 +23,21 @@ type pinState struct {
 	// err says why the marker (or the cluster's pin) is not followed;
 	// the pin in force stays meanwhile.
 	err string
+	// newer lists the versions the source lists above the pinned one at
+	// the last scan: held back, not loaded, shown as HELD.
+	newer []string
+}
+
+// heldBackLocked returns the versions of d held back by its pin that the
+// manager does not know otherwise (a version it still holds shows its
+// own phase), with the reason to show.
+func heldBackLocked(d *dbState) (names []string, reason string) {
+	for _, v := range d.pin.newer {
+		if d.versions[v] == nil {
+			names = append(names, v)
+		}
+	}
+	return names, wire.HeldReason(d.pin.version)
 }
 
 // pinFor reads db's pin at a scan and returns the versions the scan
@@ -75,6 +91,12 @@ func (m *Manager) pinFor(ctx context.Context, db string, versions []string) []st
 		}
 	}
 	m.setPinGaugesLocked()
+	ps.newer = nil
+	for _, v := range versions {
+		if ps.version != "" && v > ps.version {
+			ps.newer = append(ps.newer, v)
+		}
+	}
 	if ps.version == "" {
 		return versions
 	}

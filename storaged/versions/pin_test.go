@@ -56,6 +56,13 @@ func TestStandalonePin(t *testing.T) {
 	if cur := h.m.CurrentVersion("db"); cur != "v1" {
 		t.Fatalf("a new version moved a pinned db to %s", cur)
 	}
+	// It says it is held, on /healthz and the status page.
+	if hz := h.m.Health()["db"]["v3"]; hz.State != wire.StateHeld || !strings.Contains(hz.Reason, "pinned to v1") {
+		t.Fatalf("v3 under the pin on /healthz: %+v", hz)
+	}
+	if vs := h.m.Status("db")["db"].Versions["v3"]; vs.State != wire.StateHeld || !strings.Contains(vs.Reason, "pinned to v1") {
+		t.Fatalf("v3 under the pin on the status page: %+v", vs)
+	}
 
 	// A malformed marker: nothing changes, the error shows.
 	writePin(t, root, "db", "v1\nv3\n")

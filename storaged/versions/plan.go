@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/storaged/loader"
 )
 
 // candidate is a version of the source the manager may load: listed with
@@ -74,6 +75,17 @@ func (m *Manager) planDB(ctx context.Context, db string, versions, walk []string
 		}
 		// Held from these files: they settled before.
 		ready := held && sameFiles(heldFiles, files)
+		if ok, err := m.successReady(ctx, db, name, files, ready); err != nil {
+			if errors.Is(err, source.ErrBadSuccess) {
+				m.failListing(db, name, err)
+				continue
+			}
+			m.log.Error("reading _SUCCESS failed; keeping what is served", zap.String("db", db), zap.String("version", name), zap.Error(err))
+			return p, false
+		} else if !ok {
+			seen[name] = true
+			continue // waits for the files its _SUCCESS manifest lists
+		}
 		if !ready {
 			seen[name] = true // its watch lasts while scans reach it
 			ready = m.settled(ctx, db, name, files, now)
@@ -178,6 +190,7 @@ func (m *Manager) pruneWatched(db string, keep map[string]bool) {
 				delete(d.watch, name)
 			}
 		}
+		pruneAwaiting(d, keep)
 	}
 }
 
@@ -214,6 +227,7 @@ func (m *Manager) failListing(db, name string, err error) {
 	d.versions[name] = vs
 	m.failedN.Add(1)
 	m.metrics.loads.WithLabelValues("error").Inc()
+	m.dbm.loaded(db, "error", loader.Result{}, 0)
 	m.publishLocked()
 	m.log.Error("version has a data file that cannot be read; not loading it",
 		zap.String("db", db), zap.String("version", name), zap.Error(err))
@@ -223,7 +237,7 @@ func (m *Manager) failListing(db, name string, err error) {
 func (m *Manager) dbLocked(db string) *dbState {
 	d := m.dbs[db]
 	if d == nil {
-		d = &dbState{versions: map[string]*vstate{}, watch: map[string]*watched{}}
+		d = &dbState{versions: map[string]*vstate{}, watch: map[string]*watched{}, awaiting: map[string][]string{}}
 		m.dbs[db] = d
 	}
 	return d

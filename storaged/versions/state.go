@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/storaged/loader"
 )
 
 // phase is where a version is in its lifecycle (doc.go draws it). A
@@ -187,8 +188,10 @@ type vstate struct {
 	rebuildFailed []source.File
 	started       time.Time
 	loadTook      time.Duration // how long building took; 0 when reused
-	loadedAt      time.Time     // when it was loaded
-	activated     time.Time     // when it last became the current version
+	// progress counts what its load has read so far (set while loading).
+	progress  *loader.Progress
+	loadedAt  time.Time // when it was loaded
+	activated time.Time // when it last became the current version
 	// durable is closed once the version's load is over, its files
 	// synced and its manifest written; only then may it be deleted.
 	durable chan struct{}

@@ -2,6 +2,7 @@ package versions
 
 import (
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,11 +30,12 @@ func healthState(p phase) string {
 func (m *Manager) Health() map[string]map[string]wire.Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := time.Now()
 	out := map[string]map[string]wire.Health{}
 	for db, d := range m.dbs {
 		vs := map[string]wire.Health{}
 		for name, v := range d.versions {
-			h := wire.Health{State: healthState(v.phase), Reason: v.reason}
+			h := wire.Health{State: healthState(v.phase), Reason: v.reason, Progress: progressOf(v, now)}
 			if v.phase == loaded {
 				h.Reason = "loaded; waiting to become active"
 			}
@@ -42,6 +44,17 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 				h.Reason = joinReasons(h.Reason, why)
 			}
 			vs[name] = h
+		}
+		names, why := heldBackLocked(d)
+		for _, name := range names {
+			vs[name] = wire.Health{State: wire.StateHeld, Reason: why}
+		}
+		for name, missing := range d.awaiting {
+			if d.versions[name] == nil {
+				h := wire.Health{}
+				h.State, h.Reason = awaitingHealth(missing)
+				vs[name] = h
+			}
 		}
 		for name, w := range d.watch {
 			why := m.settlingLocked(w)
@@ -70,6 +83,7 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 func (m *Manager) Status(db string) map[string]wire.DBStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := time.Now()
 	out := map[string]wire.DBStatus{}
 	for name, d := range m.dbs {
 		if db != "" && name != db {
@@ -83,7 +97,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
 				NumPartitions: numPartitions(vs.files), Partitions: []int{},
-				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated}
+				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated, Progress: progressOf(vs, now)}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
 				st.Created = vs.v.Created
@@ -93,6 +107,17 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st.Reason = joinReasons(st.Reason, why)
 			}
 			ds.Versions[vname] = st
+		}
+		names, why := heldBackLocked(d)
+		for _, vname := range names {
+			ds.Versions[vname] = wire.VersionStatus{State: wire.StateHeld, Reason: why, Partitions: []int{}}
+		}
+		for vname, missing := range d.awaiting {
+			if d.versions[vname] == nil {
+				st := wire.VersionStatus{Partitions: []int{}}
+				st.State, st.Reason = awaitingHealth(missing)
+				ds.Versions[vname] = st
+			}
 		}
 		for vname, w := range d.watch {
 			why := m.settlingLocked(w)

@@ -33,6 +33,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ManyVersionsAndFiles", func(t *testing.T) { testMany(t, b) })
 	t.Run("StreamsLargeFile", func(t *testing.T) { testLarge(t, b) })
 	t.Run("Pin", func(t *testing.T) { testPin(t, b) })
+	t.Run("SuccessManifest", func(t *testing.T) { testSuccessManifest(t, b) })
 }
 
 // Write writes body to dir/rel, making the directories on the way.

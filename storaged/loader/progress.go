@@ -1,0 +1,88 @@
+package loader
+
+import (
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// Progress counts what a load has done so far, for the status page, the
+// health check and the periodic log line. It is safe for concurrent use:
+// the loader updates it with atomic adds, once per read buffer for bytes
+// and once per recordBatch records, never per record and never under a
+// lock, so watching a load costs the load next to nothing. The zero value
+// is ready; Load fills in the totals when it starts.
+type Progress struct {
+	started    atomic.Int64 // unix nanos when Load began reading; 0 before
+	filesTotal atomic.Int64
+	bytesTotal atomic.Int64
+	filesDone  atomic.Int64
+	bytesRead  atomic.Int64
+	records    atomic.Int64
+	// presharded counts files read whole on the fast path (each held one
+	// sorted partition); spread counts files whose records went, at least
+	// in part, to the per-partition buffers.
+	presharded atomic.Int64
+	spread     atomic.Int64
+}
+
+// recordBatch is how many records a file reader counts before it adds
+// them to Progress.
+const recordBatch = 4096
+
+// ProgressSnapshot is what a Progress holds at one moment. Records has no
+// total: a SequenceFile does not say how many records it holds.
+type ProgressSnapshot struct {
+	Started                time.Time
+	FilesDone, FilesTotal  int64
+	BytesDone, BytesTotal  int64
+	Records                int64
+	Presharded, Spread     int64
+	Elapsed                time.Duration
+	BytesPerSec, RecPerSec float64
+}
+
+// Snapshot returns the counters as of now; rates are averages since the
+// load began reading. A nil Progress gives the zero snapshot.
+func (p *Progress) Snapshot(now time.Time) ProgressSnapshot {
+	if p == nil {
+		return ProgressSnapshot{}
+	}
+	s := ProgressSnapshot{
+		FilesDone: p.filesDone.Load(), FilesTotal: p.filesTotal.Load(),
+		BytesDone: p.bytesRead.Load(), BytesTotal: p.bytesTotal.Load(),
+		Records:    p.records.Load(),
+		Presharded: p.presharded.Load(), Spread: p.spread.Load(),
+	}
+	if ns := p.started.Load(); ns != 0 {
+		s.Started = time.Unix(0, ns)
+		s.Elapsed = now.Sub(s.Started)
+		if sec := s.Elapsed.Seconds(); sec > 0 {
+			s.BytesPerSec = float64(s.BytesDone) / sec
+			s.RecPerSec = float64(s.Records) / sec
+		}
+	}
+	return s
+}
+
+// start records the totals of a load of files.
+func (p *Progress) start(now time.Time, files int, bytes int64) {
+	p.filesTotal.Store(int64(files))
+	p.bytesTotal.Store(bytes)
+	p.started.Store(now.UnixNano())
+}
+
+// countingReader adds the bytes read through it to a Progress: one atomic
+// add per Read, which the formats' readers call once per buffer.
+type countingReader struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(b []byte) (int, error) {
+	n, err := c.ReadCloser.Read(b)
+	if n > 0 {
+		c.n.Add(int64(n))
+	}
+	return n, err
+}
