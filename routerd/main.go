@@ -17,6 +17,8 @@ import (
 
 	"spangle/routerd/config"
 	"spangle/routerd/daemon"
+	"spangle/shared/buildinfo"
+	"spangle/shared/cliflags"
 	"spangle/shared/gcpace"
 	"spangle/shared/logging"
 )
@@ -26,14 +28,18 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
+	if errors.Is(err, cliflags.ErrVersion) {
+		fmt.Println("routerd", buildinfo.Get())
+		os.Exit(0)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "routerd:", err)
 		os.Exit(2)
 	}
-	log, err := logging.New(cfg.LogLevel)
+	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "routerd:", err)
-		if errors.Is(err, logging.ErrBadLevel) {
+		if errors.Is(err, logging.ErrBadLevel) || errors.Is(err, logging.ErrBadFormat) {
 			os.Exit(2)
 		}
 		os.Exit(1)

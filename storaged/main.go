@@ -15,6 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/buildinfo"
+	"spangle/shared/cliflags"
 	"spangle/shared/gcpace"
 	"spangle/shared/logging"
 	"spangle/storaged/config"
@@ -33,14 +35,18 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
+	if errors.Is(err, cliflags.ErrVersion) {
+		fmt.Println("storaged", buildinfo.Get())
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "storaged:", err)
 		os.Exit(2)
 	}
-	log, err := logging.New(cfg.LogLevel)
+	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "storaged:", err)
-		if errors.Is(err, logging.ErrBadLevel) {
+		if errors.Is(err, logging.ErrBadLevel) || errors.Is(err, logging.ErrBadFormat) {
 			os.Exit(2)
 		}
 		os.Exit(1)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"spangle/shared/cliflags"
+	"spangle/shared/debugserver"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -66,6 +68,8 @@ type Config struct {
 	XDSBind string `toml:"xds_bind"`
 	// LogLevel is zap's level name (debug, info, warn, error).
 	LogLevel string `toml:"log_level"`
+	// LogFormat is "json" (default) or "console" (for a terminal).
+	LogFormat string `toml:"log_format"`
 	// GCHeadroom is how many bytes the Go heap may grow past its live
 	// size before the garbage collector runs (never less than GOGC=100
 	// allows; see package gcpace); 0 leaves Go's default. Ignored when the
@@ -74,6 +78,7 @@ type Config struct {
 
 	Sharding Sharding `toml:"sharding"`
 	ZK       ZK       `toml:"zk"`
+	Debug    Debug    `toml:"debug"`
 
 	// Deprecated lists the older keys the file used and their new names
 	// (renamed.go); the daemon logs a warning for each once it has a
@@ -94,6 +99,18 @@ type Sharding struct {
 	// MinReplication is the live replicas per partition a version needs
 	// before routerd serves it.
 	MinReplication int `toml:"min_replication"`
+}
+
+// Debug is the [debug] section, storaged's (and sequins'): an opt-in
+// listener for Go's profiler and expvar, apart from the app-facing port.
+type Debug struct {
+	// Bind is the debug listener's address; empty (the default) runs
+	// none. It may not be bind's address.
+	Bind string `toml:"bind"`
+	// Expvars serves /debug/vars (default true).
+	Expvars bool `toml:"expvars"`
+	// Pprof serves /debug/pprof/ (default true).
+	Pprof bool `toml:"pprof"`
 }
 
 // ZK is the ZooKeeper section, storaged's [zk].
@@ -121,6 +138,8 @@ func Default() Config {
 		CacheSize:     DefaultCacheSize,
 		ContentType:   "application/octet-stream",
 		LogLevel:      "info",
+		LogFormat:     "json",
+		Debug:         Debug{Expvars: true, Pprof: true},
 		GCHeadroom:    DefaultGCHeadroom,
 		Sharding:      Sharding{Replication: DefaultReplication, MinReplication: 1},
 		BatchMaxKeys:  wire.DefaultBatchMaxKeys,
@@ -211,6 +230,17 @@ func (c *Config) Validate() error {
 	if c.StoragedPoll <= 0 || c.ZK.SessionTimeout <= 0 || c.ZK.ConnectTimeout <= 0 {
 		bad("storaged_poll, zk.session_timeout and zk.connect_timeout must be positive")
 	}
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		bad("log_format %q is not json or console", c.LogFormat)
+	}
+	if c.Debug.Bind != "" {
+		for _, other := range []string{c.Bind, c.XDSBind} {
+			if err := debugserver.CheckBind(c.Debug.Bind, other); err != nil {
+				bad("debug.bind: %v", err)
+				break
+			}
+		}
+	}
 	if c.XDSBind != "" {
 		if _, _, err := net.SplitHostPort(c.XDSBind); err != nil {
 			bad("xds_bind %q: %v", c.XDSBind, err)
@@ -254,8 +284,11 @@ func (l listFlag) Set(s string) error {
 }
 
 // bind registers every flag on fs, writing into c.
-func bind(fs *flag.FlagSet, c *Config, configPath *string) {
+func bind(fs *flag.FlagSet, c *Config, configPath *string, version *bool) {
 	fs.StringVar(configPath, "config", "", "TOML file with the same keys as the flags ('_' for '-'; [zk] and [sharding] as storaged's); flags win")
+	fs.BoolVar(version, "version", false, "print the version, commit and Go release, and exit")
+	fs.StringVar(&c.Debug.Bind, "debug-bind", c.Debug.Bind, "serve /debug/pprof/ and /debug/vars on this address; never the app-facing one (debug.bind)")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json, or console for a terminal (log_format)")
 	fs.StringVar(&c.Bind, "bind", c.Bind, "app-facing HTTP address")
 	fs.Var(listFlag{&c.ZK.Servers}, "zk", "ZooKeeper servers host:port,... (ZooKeeper discovery) (zk.servers)")
 	fs.StringVar(&c.Sharding.ClusterName, "cluster", c.Sharding.ClusterName, "cluster name under the ZooKeeper prefix (default "+DefaultClusterName+"; alone it selects ZooKeeper on "+DefaultZK+") (sharding.cluster_name)")
@@ -284,11 +317,16 @@ func bind(fs *flag.FlagSet, c *Config, configPath *string) {
 func Parse(args []string, out io.Writer) (Config, error) {
 	c := Default()
 	var path string
+	var version bool
 	fs := flag.NewFlagSet("routerd", flag.ContinueOnError)
 	fs.SetOutput(out)
-	bind(fs, &c, &path)
+	bind(fs, &c, &path, &version)
+	cliflags.SetUsage(fs, "Usage: routerd [flags]; the --config file takes the same keys (docs/configuration.md).")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if version {
+		return Config{}, cliflags.ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("config: unexpected arguments %q", fs.Args())
@@ -301,7 +339,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 		// The flags given win over the file: parse them again over it.
 		fs2 := flag.NewFlagSet("routerd", flag.ContinueOnError)
 		fs2.SetOutput(io.Discard)
-		bind(fs2, &c, &path)
+		bind(fs2, &c, &path, &version)
 		if err := fs2.Parse(args); err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
 		}

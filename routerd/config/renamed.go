@@ -24,6 +24,9 @@ var renamed = []Renamed{
 	{"cluster", "sharding.cluster_name"},
 	{"replication", "sharding.replication"},
 	{"min_replication", "sharding.min_replication"},
+	// sequins' names: its proxy settings, routerd's now.
+	{"sharding.proxy_timeout", "proxy_timeout"},
+	{"sharding.proxy_stage_timeout", "proxy_stage_timeout"},
 }
 
 // rename rewrites the old keys of the TOML document data as their new
@@ -37,24 +40,23 @@ func rename(data string) (string, []Renamed, error) {
 	}
 	var done []Renamed
 	for _, r := range renamed {
-		v, ok := raw[r.Old]
-		if _, table := v.(map[string]any); !ok || table {
+		from, fromKey, err := table(raw, r.Old, false)
+		if err != nil || from == nil {
 			continue
 		}
-		section, key, _ := strings.Cut(r.New, ".")
-		delete(raw, r.Old)
-		t, ok := raw[section].(map[string]any)
-		if !ok {
-			if raw[section] != nil {
-				return "", nil, fmt.Errorf("%s is not a table", section)
-			}
-			t = map[string]any{}
-			raw[section] = t
+		v, ok := from[fromKey]
+		if _, isTable := v.(map[string]any); !ok || isTable {
+			continue
 		}
-		if _, dup := t[key]; dup {
+		delete(from, fromKey) // first: the old zk list makes way for the [zk] table
+		to, toKey, err := table(raw, r.New, true)
+		if err != nil {
+			return "", nil, err
+		}
+		if _, dup := to[toKey]; dup {
 			return "", nil, fmt.Errorf("both %s and its new name %s are set; keep %s", r.Old, r.New, r.New)
 		}
-		t[key] = v
+		to[toKey] = v
 		done = append(done, r)
 	}
 	if len(done) == 0 {
@@ -65,4 +67,26 @@ func rename(data string) (string, []Renamed, error) {
 		return "", nil, fmt.Errorf("re-encoding the renamed keys: %w", err)
 	}
 	return b.String(), done, nil
+}
+
+// table returns the table of raw that holds the dotted key (raw itself
+// for a key without a section) and the key's last element; with create,
+// a missing section is added.
+func table(raw map[string]any, key string, create bool) (map[string]any, string, error) {
+	section, name, dotted := strings.Cut(key, ".")
+	if !dotted {
+		return raw, key, nil
+	}
+	t, ok := raw[section].(map[string]any)
+	if !ok {
+		if raw[section] != nil {
+			return nil, "", fmt.Errorf("%s is not a table", section)
+		}
+		if !create {
+			return nil, name, nil
+		}
+		t = map[string]any{}
+		raw[section] = t
+	}
+	return t, name, nil
 }

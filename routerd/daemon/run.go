@@ -12,6 +12,8 @@ import (
 	"spangle/routerd/config"
 	"spangle/routerd/health"
 	"spangle/routerd/server"
+	"spangle/shared/buildinfo"
+	"spangle/shared/debugserver"
 	"spangle/shared/metrics"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
@@ -37,6 +39,8 @@ type Routerd struct {
 	addr   net.Addr
 	xds    *xdsserver.Server
 	xaddr  net.Addr
+	// debugAddr is the debug listener's address; "" when none runs.
+	debugAddr string
 
 	wg      sync.WaitGroup
 	onError func() // stops everything when one part fails
@@ -64,6 +68,11 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	for _, d := range cfg.Deprecated {
 		log.Warn("routerd: config key is deprecated; use its new name", zap.String("key", d.Old), zap.String("use", d.New))
 	}
+	build := buildinfo.Get()
+	reg := metrics.NewRegistry()
+	if err := reg.Register(metrics.BuildInfo("spangle_routerd_build_info", build)); err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	r := &Routerd{}
 	ctx, cancel := context.WithCancel(ctx)
 	r.onError = cancel
@@ -79,7 +88,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	w := deps.Watcher
 	if w == nil {
 		var err error
-		w, err = openDiscovery(ctx, cfg, log, r.goRun)
+		w, err = openDiscovery(ctx, cfg, log, reg, r.goRun)
 		if err != nil {
 			return nil, err
 		}
@@ -94,8 +103,9 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		ContentType:       cfg.ContentType,
 		BatchLimits:       wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
 		Health:            deps.Health,
-		Registry:          metrics.NewRegistry(),
+		Registry:          reg,
 		Logger:            log,
+		Build:             build,
 	})
 	if err != nil {
 		return nil, err
@@ -129,8 +139,16 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		}
 		r.goRun(ctx, "xds", r.xds.Run)
 	}
+	if cfg.Debug.Bind != "" {
+		dh := debugserver.Handler(debugserver.Options{Pprof: cfg.Debug.Pprof, Expvars: cfg.Debug.Expvars,
+			Vars: map[string]func() any{"build": func() any { return build }}})
+		if r.debugAddr, _, err = debugserver.Serve(ctx, cfg.Debug.Bind, dh, log.Named("debug")); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+	}
 	r.goRun(ctx, "http", func(ctx context.Context) error { return s.Serve(ctx, l) })
-	log.Info("routerd: serving", zap.Stringer("addr", r.addr), zap.Bool("zk", cfg.UseZK()),
+	log.Info("routerd: serving", zap.Stringer("addr", r.addr), zap.String("version", build.Version), zap.String("commit", build.Commit), zap.Bool("zk", cfg.UseZK()),
 		zap.Strings("storaged", cfg.Storaged), zap.Duration("proxy_timeout", cfg.ProxyTimeout),
 		zap.Duration("proxy_stage_timeout", cfg.ProxyStageTimeout), zap.Int64("cache_size", cfg.CacheSize))
 	ok = true
@@ -169,6 +187,9 @@ func (r *Routerd) Addr() net.Addr { return r.addr }
 
 // XDSAddr is the xDS address, or nil without xds_bind.
 func (r *Routerd) XDSAddr() net.Addr { return r.xaddr }
+
+// DebugAddr is the debug listener's address ([debug] bind); "" when none runs.
+func (r *Routerd) DebugAddr() string { return r.debugAddr }
 
 // Server is the HTTP server, for its status.
 func (r *Routerd) Server() *server.Server { return r.server }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"spangle/routerd/partmap"
+	"spangle/shared/buildinfo"
 	"spangle/shared/wire"
 )
 
@@ -25,6 +26,7 @@ const (
 // page is what the status page template renders, already sorted.
 type page struct {
 	Title       string
+	Build       buildinfo.Info
 	MapRevision uint64
 	MinRepl     int
 	Nodes       []NodeStatus
@@ -83,7 +85,7 @@ type pagePartition struct {
 // pageData shapes st for the template: the overview's page pageNum when
 // db is "", else db's own page.
 func pageData(st Status, db string, pageNum int) page {
-	p := page{Title: "routerd", MapRevision: st.MapRevision, MinRepl: st.MinReplication, Nodes: st.Nodes}
+	p := page{Title: "routerd", Build: st.Build, MapRevision: st.MapRevision, MinRepl: st.MinReplication, Nodes: st.Nodes}
 	if st.Cache.MaxBytes > 0 {
 		p.Cache = strconv.Itoa(st.Cache.Entries) + " entries, " + strconv.FormatInt(st.Cache.Bytes, 10) +
 			" of " + strconv.FormatInt(st.Cache.MaxBytes, 10) + " bytes"
@@ -198,7 +200,7 @@ th{background:#f3f3f3}
 .missing{background:#fdd}.attention td:first-child{border-left:3px solid #b00}
 </style></head><body>
 <h1>{{.Title}}</h1>
-<p>Map revision {{.MapRevision}}, min replication {{.MinRepl}}, cache {{.Cache}}.</p>
+<p>spangle {{.Build.Version}} (commit {{.Build.Commit}}, {{.Build.GoVersion}}). Map revision {{.MapRevision}}, min replication {{.MinRepl}}, cache {{.Cache}}.</p>
 <h2>Databases</h2>
 {{if .Overview}}{{with .Attention}}<section id="attention"><h3>Needs attention</h3><ul>
 {{range .}}<li><a href="{{.Link}}">{{.Name}}</a>: <span class="ERROR">{{.Why}}</span></li>

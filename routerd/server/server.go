@@ -16,6 +16,7 @@ import (
 	"spangle/routerd/health"
 	"spangle/routerd/partmap"
 	"spangle/routerd/proxy"
+	"spangle/shared/buildinfo"
 	"spangle/shared/hashring"
 	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/topo"
@@ -55,6 +56,8 @@ type Options struct {
 	// The daemon makes one and passes it here.
 	Registry *prometheus.Registry
 	Logger   *zap.Logger
+	// Build is the build the status page shows.
+	Build buildinfo.Info
 }
 
 // Server answers the HTTP API of docs/design.md from storaged replicas.
@@ -159,6 +162,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveHealth(w, r)
 	case wire.PathMetrics:
 		s.metrics.handler.ServeHTTP(w, r)
+	case wire.PathFavicon:
+		http.NotFound(w, r)
 	default:
 		start := time.Now()
 		t, err := wire.ParsePath(path)

@@ -12,6 +12,7 @@ import (
 	"spangle/routerd/cache"
 	"spangle/routerd/health"
 	"spangle/routerd/partmap"
+	"spangle/shared/buildinfo"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -19,6 +20,8 @@ import (
 // Status is routerd's status page as JSON (GET / or /<db> with Accept:
 // application/json).
 type Status struct {
+	// Build is the build of spangle routerd runs.
+	Build          buildinfo.Info      `json:"build"`
 	MapRevision    uint64              `json:"map_revision"`
 	MinReplication int                 `json:"min_replication"`
 	DBs            map[string]DBStatus `json:"dbs"`
@@ -64,7 +67,7 @@ type NodeStatus struct {
 func (s *Server) Status(db string) Status {
 	st := s.table.Current()
 	m := st.Map
-	out := Status{MapRevision: m.Revision, MinReplication: s.table.MinReplication(),
+	out := Status{Build: s.opts.Build, MapRevision: m.Revision, MinReplication: s.table.MinReplication(),
 		DBs: map[string]DBStatus{}, Cache: s.cache.Stats()}
 	for _, name := range m.DBNames() {
 		if db != "" && name != db {

@@ -1,9 +1,13 @@
 package metrics
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"spangle/shared/buildinfo"
 )
 
 // Each registry has the runtime and process series, and two registries
@@ -27,5 +31,19 @@ func TestNewRegistry(t *testing.T) {
 				t.Errorf("registry lacks %s", name)
 			}
 		}
+	}
+}
+
+func TestBuildInfoIsOneWithTheBuildAsLabels(t *testing.T) {
+	in := buildinfo.Info{Version: "v1.2.3", Commit: "abc", GoVersion: "go1.99"}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(BuildInfo("spangle_test_build_info", in))
+	want := `
+# HELP spangle_test_build_info Always 1; the labels say which build of spangle runs.
+# TYPE spangle_test_build_info gauge
+spangle_test_build_info{commit="abc",goversion="go1.99",version="v1.2.3"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "spangle_test_build_info"); err != nil {
+		t.Fatal(err)
 	}
 }

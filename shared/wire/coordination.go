@@ -18,7 +18,7 @@ type CoordinationStatus struct {
 	// Epoch counts the decisions that landed; LastDecision is when the
 	// last one did, by DecidedBy.
 	Epoch        int64     `json:"epoch"`
-	LastDecision time.Time `json:"last_decision,omitempty"`
+	LastDecision time.Time `json:"last_decision,omitzero"`
 	DecidedBy    string    `json:"decided_by,omitempty"`
 	// InProgress lists assignments whose copies are not all published.
 	InProgress []AssignmentProgress `json:"in_progress,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"spangle/shared/buildinfo"
 	"spangle/shared/topo"
 )
 
@@ -33,6 +34,11 @@ const (
 	StateActive   = "ACTIVE"
 	StateRemoving = "REMOVING"
 	StateError    = "ERROR"
+	// StateSettling (storaged, not a sequins state) is a version seen in
+	// the source whose files have not yet stayed unchanged for the
+	// settle time: it is not loaded yet, and says so rather than being
+	// absent or taken for one building.
+	StateSettling = "SETTLING"
 )
 
 // Reserved paths. A db cannot be named healthz or metrics with a key-less
@@ -40,6 +46,9 @@ const (
 const (
 	PathHealth  = "/healthz"
 	PathMetrics = "/metrics"
+	// PathFavicon is what a browser asks for beside a status page: both
+	// daemons answer 404 without counting it as a bad request.
+	PathFavicon = "/favicon.ico"
 )
 
 // MaxKeyLen bounds the unescaped key: longer keys get 414, since no sane
@@ -110,6 +119,8 @@ func KeyPath(db string, key []byte) string {
 // application/json). routerd's static discovery reads it.
 type NodeStatus struct {
 	Node topo.Node `json:"node"`
+	// Build is the build of spangle the node runs.
+	Build buildinfo.Info `json:"build"`
 	// Mode is "standalone" or "cluster".
 	Mode string              `json:"mode"`
 	DBs  map[string]DBStatus `json:"dbs"`
@@ -129,7 +140,7 @@ type SourceStatus struct {
 	// Error is why the last listing failed; "" when it worked.
 	Error string `json:"error,omitempty"`
 	// Since is when listing began to fail.
-	Since time.Time `json:"since,omitempty"`
+	Since time.Time `json:"since,omitzero"`
 }
 
 // HealthSource is the /healthz key under which a node that cannot list

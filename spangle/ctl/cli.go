@@ -7,14 +7,32 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
+
+	"spangle/shared/buildinfo"
 )
 
 const usage = `usage:
   spangle pin    --source <root> <db> <version>   write <root>/<db>/_PIN: roll back to (or freeze at) version
   spangle unpin  --source <root> <db>             delete the marker: roll forward to the newest version
   spangle status --addr <host:port>               the pins a storaged or routerd follows
+  spangle help                                    this text
+  spangle --version                               the version, commit and Go release
 `
+
+// command is one subcommand: its flag, what its arguments are, and
+// whether that flag must be given.
+type command struct {
+	flag, flagHelp string
+	args           []string
+}
+
+var commands = map[string]command{
+	"pin":    {"source", "the source root (a path or file:// URI)", []string{"<db>", "<version>"}},
+	"unpin":  {"source", "the source root (a path or file:// URI)", []string{"<db>"}},
+	"status": {"addr", "a storaged's or routerd's host:port", nil},
+}
 
 // Main runs the spangle command with args (without the program name)
 // and returns its exit code: 0, 1 for a failure, 2 for bad usage.
@@ -23,41 +41,73 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	fs := flag.NewFlagSet("spangle "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	root := fs.String("source", "", "the source root (a path or file:// URI)")
-	addr := fs.String("addr", "", "a storaged's or routerd's host:port")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long status may take")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "spangle", buildinfo.Get())
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "spangle: unknown command %q\n%s", args[0], usage)
 		return 2
 	}
-	rest := fs.Args()
+	name := "spangle " + args[0]
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	val := fs.String(cmd.flag, "", cmd.flagHelp+" (required)")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long the command may take")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s --%s <%s> %s\n", name, cmd.flag, cmd.flag, strings.Join(cmd.args, " "))
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after the arguments.
+	var rest []string
+	for in := args[1:]; ; {
+		if err := fs.Parse(in); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		in = fs.Args()[1:]
+	}
+	if *val == "" {
+		fmt.Fprintf(stderr, "%s: --%s is required: %s\n", name, cmd.flag, cmd.flagHelp)
+		fs.Usage()
+		return 2
+	}
+	if len(rest) != len(cmd.args) {
+		fmt.Fprintf(stderr, "%s: want %d arguments (%s), got %d\n", name, len(cmd.args), strings.Join(cmd.args, " "), len(rest))
+		fs.Usage()
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	var err error
-	switch {
-	case args[0] == "pin" && *root != "" && len(rest) == 2:
-		if err = Pin(ctx, *root, rest[0], rest[1]); err == nil {
+	switch args[0] {
+	case "pin":
+		if err = Pin(ctx, *val, rest[0], rest[1]); err == nil {
 			fmt.Fprintf(stdout, "pinned %s to %s; nodes follow at their next scan (refresh_period, SIGHUP) or the leader's next round\n", rest[0], rest[1])
 		}
-	case args[0] == "unpin" && *root != "" && len(rest) == 1:
+	case "unpin":
 		var had bool
-		if had, err = Unpin(*root, rest[0]); err == nil && had {
+		if had, err = Unpin(*val, rest[0]); err == nil && had {
 			fmt.Fprintf(stdout, "unpinned %s; it rolls forward to its newest version\n", rest[0])
 		} else if err == nil {
 			fmt.Fprintf(stdout, "%s was not pinned\n", rest[0])
 		}
-	case args[0] == "status" && *addr != "" && len(rest) == 0:
+	case "status":
 		var pins []DBPin
-		if pins, err = Status(ctx, &http.Client{}, *addr); err == nil {
+		if pins, err = Status(ctx, &http.Client{}, *val); err == nil {
 			Format(stdout, pins)
 		}
-	default:
-		fmt.Fprint(stderr, usage)
-		return 2
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "spangle:", err)

@@ -129,3 +129,36 @@ func TestPinStatusUnpin(t *testing.T) {
 		t.Fatalf("spangle pin without --source: exit %d, want 2", code)
 	}
 }
+
+func TestHelpVersionAndMissingFlags(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+		var out, errOut bytes.Buffer
+		if code := Main(args, &out, &errOut); code != 0 || !strings.Contains(out.String(), "spangle pin") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, out.String())
+		}
+	}
+	var out bytes.Buffer
+	if code := Main([]string{"--version"}, &out, &bytes.Buffer{}); code != 0 || !strings.Contains(out.String(), "commit") {
+		t.Errorf("--version: exit %d, %q", code, out.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pin", "mydb", "1"}, "--source is required"},
+		{[]string{"unpin", "mydb"}, "--source is required"},
+		{[]string{"status"}, "--addr is required"},
+		{[]string{"pin", "--source", "/x", "mydb"}, "want 2 arguments (<db> <version>), got 1"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+	} {
+		var errOut bytes.Buffer
+		if code := Main(tc.args, &bytes.Buffer{}, &errOut); code != 2 || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want it to say %q", tc.args, code, errOut.String(), tc.want)
+		}
+	}
+	// Flags may follow the arguments.
+	root := t.TempDir()
+	if code := Main([]string{"unpin", "mydb", "--source", root}, &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Errorf("unpin with the flag last: exit %d", code)
+	}
+}

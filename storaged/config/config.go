@@ -11,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"spangle/shared/debugserver"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -76,6 +77,9 @@ type Config struct {
 	TestDelay time.Duration `toml:"test_delay"`
 	// LogLevel is zap's level name.
 	LogLevel string `toml:"log_level"`
+	// LogFormat is "json" (default: one object a line, for collectors)
+	// or "console" (for people reading a terminal).
+	LogFormat string `toml:"log_format"`
 	// GCHeadroom is how many bytes the Go heap may grow past its live
 	// size before the garbage collector runs (never less than GOGC=100
 	// allows; see package gcpace); 0 leaves Go's default. Ignored when the
@@ -90,6 +94,24 @@ type Config struct {
 	ZK       ZK       `toml:"zk"`
 	LevelDB  LevelDB  `toml:"leveldb"`
 	S3       S3       `toml:"s3"`
+	Debug    Debug    `toml:"debug"`
+
+	// Notices are the keys of the file read otherwise than their names
+	// say (sequins keys mapped or ignored); the daemon logs them.
+	Notices []Notice `toml:"-"`
+}
+
+// Debug is the [debug] section, sequins' names: an opt-in listener for
+// Go's profiler and expvar, apart from the lookup port so that it can be
+// bound to loopback or a management network.
+type Debug struct {
+	// Bind is the debug listener's address; empty (the default) runs none.
+	// It may not be the lookup address.
+	Bind string `toml:"bind"`
+	// Expvars serves /debug/vars (default true).
+	Expvars bool `toml:"expvars"`
+	// Pprof serves /debug/pprof/ (default true).
+	Pprof bool `toml:"pprof"`
 }
 
 // S3 is the [s3] section, for source = "s3://bucket/prefix".
@@ -204,6 +226,8 @@ func Default() Config {
 		VersionRetention: DefaultVersionRetention,
 		SettleTime:       DefaultSettleTime,
 		LogLevel:         "info",
+		LogFormat:        "json",
+		Debug:            Debug{Expvars: true, Pprof: true},
 		GCHeadroom:       DefaultGCHeadroom,
 		ScrubRate:        DefaultScrubRate,
 		BatchMaxKeys:     wire.DefaultBatchMaxKeys,
@@ -222,21 +246,15 @@ func Default() Config {
 	}
 }
 
-// Decode reads TOML into c, over what c already holds. Unknown keys are
-// errors naming the key.
+// Decode reads TOML into c, over what c already holds. A key of
+// sequins' that storaged reads under another name, or ignores, adds a
+// Notice (sequins.go); any other unknown key is an error naming it.
 func Decode(data string, c *Config) error {
 	md, err := toml.Decode(data, c)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		return fmt.Errorf("config: unknown key %s", strings.Join(keys, ", "))
-	}
-	return nil
+	return sequinsKeysIn(data, md, md.Undecoded(), c)
 }
 
 func errKey(key, format string, args ...any) error {
@@ -275,6 +293,12 @@ func (c *Config) Validate() error {
 	check(c.TestDelay < 0, "test_delay", "must not be negative")
 	check(c.GCHeadroom < 0, "gc_headroom", "must not be negative (0 leaves Go's default)")
 	check(!(c.ScrubRate >= 0), "scrub_rate", "must not be negative (0 turns the scrub off)")
+	check(c.LogFormat != "json" && c.LogFormat != "console", "log_format", "%q is not json or console", c.LogFormat)
+	if c.Debug.Bind != "" {
+		if err := debugserver.CheckBind(c.Debug.Bind, c.Bind); err != nil {
+			errs = append(errs, errKey("debug.bind", "%v", err))
+		}
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

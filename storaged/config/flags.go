@@ -7,38 +7,79 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"spangle/shared/cliflags"
 )
 
+// zkFlag is --zk: a server list that turns cluster mode on.
+type zkFlag struct{ c *Config }
+
+func (z zkFlag) String() string {
+	if z.c == nil {
+		return ""
+	}
+	return strings.Join(z.c.ZK.Servers, ",")
+}
+
+func (z zkFlag) Set(s string) error {
+	z.c.ZK.Servers = nil
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			z.c.ZK.Servers = append(z.c.ZK.Servers, v)
+		}
+	}
+	z.c.Sharding.Enabled = len(z.c.ZK.Servers) > 0
+	return nil
+}
+
+// bind registers every flag on fs, writing into c; each flag's default
+// is c's value, so that the usage text shows the real defaults.
+func bind(fs *flag.FlagSet, c *Config, path *string, version *bool) {
+	fs.StringVar(path, "config", "", "TOML config file (sequins' keys); flags win over it")
+	fs.BoolVar(version, "version", false, "print the version, commit and Go release, and exit")
+	fs.StringVar(&c.Source, "source", c.Source, "source root: a path, file:// URI or s3://bucket/prefix (source)")
+	fs.StringVar(&c.LocalStore, "local-store", c.LocalStore, "directory for loaded versions (local_store)")
+	fs.StringVar(&c.Bind, "bind", c.Bind, "HTTP listen address (bind)")
+	fs.StringVar(&c.Debug.Bind, "debug-bind", c.Debug.Bind, "serve /debug/pprof/ and /debug/vars on this address; never the lookup address (debug.bind)")
+	fs.Var(zkFlag{c}, "zk", "comma-separated ZooKeeper host:port list; enables cluster mode (zk.servers)")
+	fs.StringVar(&c.Sharding.ClusterName, "cluster", c.Sharding.ClusterName, "cluster name: the znode under /<zk.prefix> shared by the cluster's nodes (sharding.cluster_name)")
+	fs.StringVar(&c.Sharding.ShardID, "shard-id", c.Sharding.ShardID, "shard id; nodes sharing one hold the same partitions; default the advertised address (sharding.shard_id)")
+	fs.StringVar(&c.Sharding.AdvertisedHostname, "advertise", c.Sharding.AdvertisedHostname, "host:port that routers and peers dial; default the bind address (sharding.advertised_hostname)")
+	fs.IntVar(&c.Sharding.Replication, "replication", c.Sharding.Replication, "copies of each partition dealt over the shard ids (sharding.replication)")
+	fs.IntVar(&c.Sharding.MinReplication, "min-replication", c.Sharding.MinReplication, "live replicas every partition needs before a version is served (sharding.min_replication)")
+	fs.IntVar(&c.Sharding.MaxReplication, "max-replication", c.Sharding.MaxReplication, "skip a partition already this many times live; 0 no limit (sharding.max_replication)")
+	fs.DurationVar(&c.Sharding.TimeToConverge, "time-to-converge", c.Sharding.TimeToConverge, "how long the node list must be stable before partitions are decided (sharding.time_to_converge)")
+	fs.DurationVar(&c.ZK.SessionTimeout, "zk-session-timeout", c.ZK.SessionTimeout, "ZooKeeper session timeout: how soon a dead node's znodes go (zk.session_timeout)")
+	fs.DurationVar(&c.ZK.ConnectTimeout, "zk-connect-timeout", c.ZK.ConnectTimeout, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
+	fs.StringVar(&c.ZK.Prefix, "zk-prefix", c.ZK.Prefix, "first element of every znode path (zk.prefix)")
+	fs.IntVar(&c.MaxInflight, "max-inflight", c.MaxInflight, "shed lookups above this many at once; 0 no limit (max_inflight)")
+	fs.IntVar(&c.BatchMaxKeys, "batch-max-keys", c.BatchMaxKeys, "most keys in a batch lookup, 413 above (batch_max_keys)")
+	fs.Int64Var(&c.BatchMaxBytes, "batch-max-bytes", c.BatchMaxBytes, "largest batch lookup body in bytes, 413 above (batch_max_bytes)")
+	fs.DurationVar(&c.TestDelay, "test-delay", c.TestDelay, "delay every lookup; tests only (test_delay)")
+	fs.DurationVar(&c.RefreshPeriod, "refresh-period", c.RefreshPeriod, "re-scan the source this often; 0 only at start and on SIGHUP (refresh_period)")
+	fs.DurationVar(&c.SettleTime, "settle-time", c.SettleTime, "load a version only once its files have not changed for this long, unless it holds _SUCCESS; 0 at once (settle_time)")
+	fs.DurationVar(&c.VersionRetention, "version-retention", c.VersionRetention, "keep replaced versions this long after last use (version_retention)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (log_level)")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json, or console for a terminal (log_format)")
+}
+
 // Parse reads the command line: --config loads a TOML file over the
-// defaults, then the other flags override it. It validates the result.
+// defaults, then the flags given override it. It validates the result.
+// --help gives flag.ErrHelp, --version cliflags.ErrVersion.
 func Parse(args []string, out io.Writer) (Config, error) {
+	c := Default()
+	var path string
+	var version bool
 	fs := flag.NewFlagSet("storaged", flag.ContinueOnError)
 	fs.SetOutput(out)
-	path := fs.String("config", "", "TOML config file (sequins' keys)")
-	source := fs.String("source", "", "source root: a path, file:// URI or s3://bucket/prefix (source)")
-	store := fs.String("local-store", "", "directory for loaded versions (local_store)")
-	bind := fs.String("bind", "", "HTTP listen address (bind)")
-	zk := fs.String("zk", "", "comma-separated ZooKeeper host:port list (zk.servers); enables cluster mode")
-	cluster := fs.String("cluster", "", "cluster name: the znode under /<zk.prefix> shared by the cluster's nodes (sharding.cluster_name)")
-	shard := fs.String("shard-id", "", "shard id; nodes sharing one hold the same partitions; default the advertised address (sharding.shard_id)")
-	advertise := fs.String("advertise", "", "host:port that routers and peers dial; default the bind address (sharding.advertised_hostname)")
-	replication := fs.Int("replication", 0, "copies of each partition dealt over the shard ids (sharding.replication)")
-	minRepl := fs.Int("min-replication", 0, "live replicas every partition needs before a version is served (sharding.min_replication)")
-	maxRepl := fs.Int("max-replication", -1, "skip a partition already this many times live; 0 no limit (sharding.max_replication)")
-	converge := fs.Duration("time-to-converge", -1, "how long the node list must be stable before partitions are decided (sharding.time_to_converge)")
-	zkSession := fs.Duration("zk-session-timeout", 0, "ZooKeeper session timeout: how soon a dead node's znodes go (zk.session_timeout)")
-	zkConnect := fs.Duration("zk-connect-timeout", 0, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
-	zkPrefix := fs.String("zk-prefix", "", "first element of every znode path (zk.prefix)")
-	inflight := fs.Int("max-inflight", -1, "shed lookups above this many at once (max_inflight)")
-	batchKeys := fs.Int("batch-max-keys", 0, "most keys in a batch lookup, 413 above (batch_max_keys)")
-	batchBytes := fs.Int64("batch-max-bytes", 0, "largest batch lookup body in bytes, 413 above (batch_max_bytes)")
-	delay := fs.Duration("test-delay", -1, "delay every lookup; tests only (test_delay)")
-	refresh := fs.Duration("refresh-period", -1, "re-scan the source this often (refresh_period)")
-	settle := fs.Duration("settle-time", -1, "load a version only once its files have not changed for this long, unless it holds _SUCCESS; 0 at once (settle_time)")
-	retention := fs.Duration("version-retention", -1, "keep replaced versions this long after last use (version_retention)")
-	logLevel := fs.String("log-level", "", "debug, info, warn or error (log_level)")
+	bind(fs, &c, &path, &version)
+	cliflags.SetUsage(fs, "Usage: storaged [flags]; every flag has a key of the --config file, named in parentheses (docs/configuration.md).",
+		"test-delay") // tests only
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
+	}
+	if version {
+		return Config{}, cliflags.ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("config: unexpected arguments %q", fs.Args())
@@ -46,71 +87,22 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	if err := negativeDurations(fs); err != nil {
 		return Config{}, err
 	}
-	c := Default()
-	if *path != "" {
-		b, err := os.ReadFile(*path)
+	if path != "" {
+		c = Default()
+		b, err := os.ReadFile(path)
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
 		}
 		if err := Decode(string(b), &c); err != nil {
-			return Config{}, fmt.Errorf("%w (in %s)", err, *path)
+			return Config{}, fmt.Errorf("%w (in %s)", err, path)
 		}
-	}
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
+		// The flags given win over the file: parse them again over it.
+		fs2 := flag.NewFlagSet("storaged", flag.ContinueOnError)
+		fs2.SetOutput(io.Discard)
+		bind(fs2, &c, &path, &version)
+		if err := fs2.Parse(args); err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
 		}
-	}
-	set(&c.Source, *source)
-	set(&c.LocalStore, *store)
-	set(&c.Bind, *bind)
-	set(&c.Sharding.ClusterName, *cluster)
-	set(&c.Sharding.ShardID, *shard)
-	set(&c.Sharding.AdvertisedHostname, *advertise)
-	set(&c.LogLevel, *logLevel)
-	set(&c.ZK.Prefix, *zkPrefix)
-	if *zk != "" {
-		c.ZK.Servers = strings.Split(*zk, ",")
-		c.Sharding.Enabled = true
-	}
-	if *replication > 0 {
-		c.Sharding.Replication = *replication
-	}
-	if *minRepl > 0 {
-		c.Sharding.MinReplication = *minRepl
-	}
-	if *maxRepl >= 0 {
-		c.Sharding.MaxReplication = *maxRepl
-	}
-	if *converge >= 0 {
-		c.Sharding.TimeToConverge = *converge
-	}
-	if *zkSession > 0 {
-		c.ZK.SessionTimeout = *zkSession
-	}
-	if *zkConnect > 0 {
-		c.ZK.ConnectTimeout = *zkConnect
-	}
-	if *inflight >= 0 {
-		c.MaxInflight = *inflight
-	}
-	if *batchKeys > 0 {
-		c.BatchMaxKeys = *batchKeys
-	}
-	if *batchBytes > 0 {
-		c.BatchMaxBytes = *batchBytes
-	}
-	if *delay >= 0 {
-		c.TestDelay = *delay
-	}
-	if *refresh >= 0 {
-		c.RefreshPeriod = *refresh
-	}
-	if *settle >= 0 {
-		c.SettleTime = *settle
-	}
-	if *retention >= 0 {
-		c.VersionRetention = *retention
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -118,13 +110,16 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	return c, nil
 }
 
-// negativeDurations rejects a duration flag given a negative value, as
-// Decode rejects one in TOML: the defaults below use negative values to
-// mean "not given", so a negative value given would be silently ignored.
+// negativeDurations names a duration flag given a negative value, as
+// Validate would name its key, so that the message names what was typed.
 func negativeDurations(fs *flag.FlagSet) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
-		if d, ok := f.Value.(flag.Getter).Get().(time.Duration); ok && d < 0 && err == nil {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		if d, ok := g.Get().(time.Duration); ok && d < 0 && err == nil {
 			err = fmt.Errorf("config: --%s: must not be negative (got %v)", f.Name, d)
 		}
 	})

@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/buildinfo"
+	"spangle/shared/debugserver"
 	"spangle/shared/metrics"
 	"spangle/shared/placement"
 	"spangle/shared/source"
@@ -34,9 +36,12 @@ const ShutdownTimeout = 10 * time.Second
 // Daemon is a running storaged.
 type Daemon struct {
 	// Addr is the address the HTTP server listens on.
-	Addr     string
-	Versions *versions.Manager
-	Server   *server.Server
+	Addr string
+	// DebugAddr is the address the debug listener ([debug] bind) listens
+	// on; "" when it runs none.
+	DebugAddr string
+	Versions  *versions.Manager
+	Server    *server.Server
 	// Cluster is the cluster controller; nil in standalone mode.
 	Cluster *cluster.Controller
 
@@ -69,6 +74,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			conn.Close()
 		}
 	}()
+	for _, n := range cfg.Notices {
+		// Names and reasons only: a value may be a secret.
+		log.Warn("config key read otherwise than in sequins", zap.String("key", n.Key), zap.String("use", n.Use), zap.String("why", n.Why))
+	}
+	build := buildinfo.Get()
 	st, err := store.Open(cfg.LocalStore)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -78,6 +88,9 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	reg := metrics.NewRegistry()
+	if err := reg.Register(metrics.BuildInfo("spangle_storaged_build_info", build)); err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	src, err := source.Open(cfg.Source, source.Options{RequireSuccess: cfg.RequireSuccessFile, Registerer: reg,
 		S3: source.S3Options{Endpoint: cfg.S3.Endpoint, PathStyle: cfg.S3.PathStyle, Region: cfg.S3.Region}})
 	if err != nil {
@@ -109,7 +122,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if cfg.ClusterMode() {
 		mode = "cluster"
 		if conn == nil {
-			if conn, err = dialZK(cfg, log); err != nil {
+			if conn, err = dialZK(cfg, log, reg); err != nil {
 				return nil, err
 			}
 		}
@@ -156,7 +169,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	}
 	sopts := server.Options{
 		Log: log, Registry: reg, ContentType: cfg.ContentType,
-		MaxInflight: cfg.MaxInflight, Delay: cfg.TestDelay, Node: node, Mode: mode,
+		MaxInflight: cfg.MaxInflight, Delay: cfg.TestDelay, Node: node, Mode: mode, Build: build,
 		BatchLimits: wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
 	}
 	if ctl != nil {
@@ -194,6 +207,14 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 
 	mctx, mcancel := context.WithCancel(context.Background())
+	if cfg.Debug.Bind != "" {
+		dh := debugserver.Handler(debugserver.Options{Pprof: cfg.Debug.Pprof, Expvars: cfg.Debug.Expvars,
+			Vars: map[string]func() any{"build": func() any { return build }, "health": func() any { return mgr.Health() }}})
+		if d.DebugAddr, _, err = debugserver.Serve(mctx, cfg.Debug.Bind, dh, log.Named("debug")); err != nil {
+			mcancel()
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+	}
 	var wg sync.WaitGroup
 	fatal := make(chan error, 2)
 	wg.Add(2)
@@ -228,7 +249,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			follower.Run(mctx)
 		}()
 	}
-	log.Info("storaged listening", zap.String("addr", addr), zap.String("mode", mode), zap.String("advertised", advertised),
+	log.Info("storaged listening", zap.String("addr", addr), zap.String("version", build.Version), zap.String("commit", build.Commit), zap.String("mode", mode), zap.String("advertised", advertised),
 		zap.String("shard_id", shardID), zap.String("source", src.String()),
 		zap.String("local_store", st.Root()), zap.String("node_id", id))
 	go func() {

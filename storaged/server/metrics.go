@@ -26,7 +26,7 @@ func newMetrics(reg prometheus.Registerer, inflight *atomic.Int64) (*metrics, er
 			Help: "HTTP requests answered, by status code.",
 		}, []string{"code"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "spangle_storaged_request_seconds",
+			Name:    "spangle_storaged_request_duration_seconds",
 			Help:    "Time to answer a request.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
 		}),

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"spangle/shared/buildinfo"
 	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/topo"
 	"spangle/shared/wait"
@@ -24,6 +25,10 @@ import (
 type Versions interface {
 	Acquire(db, pinned string) (*versions.Version, error)
 	CurrentVersion(db string) string
+	// Ready reports whether the versions the local store held complete
+	// at the start answer; until then a lookup that finds no version
+	// answers 503 with Retry-After, not 404 or 410.
+	Ready() bool
 	Health() map[string]map[string]wire.Health
 	Status(db string) map[string]wire.DBStatus
 }
@@ -54,6 +59,8 @@ type Options struct {
 	Node topo.Node
 	// Mode is "standalone" (default) or "cluster".
 	Mode string
+	// Build is the build the status page shows.
+	Build buildinfo.Info
 	// Cluster returns the cached cluster map the status page shows (cluster
 	// mode); it must not block on the network. nil shows none.
 	Cluster func() *topo.Map
@@ -160,6 +167,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case wire.PathMetrics:
 		s.metricsH.ServeHTTP(w, r)
 		return
+	case wire.PathFavicon:
+		http.NotFound(w, r)
+		return
 	}
 	t, err := wire.ParsePath(path)
 	switch {
@@ -241,6 +251,11 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, db string) (v *
 	switch {
 	case err == nil:
 		return v, 0
+	case !s.opts.Versions.Ready():
+		// Restarting: what the local store holds is still being
+		// opened, and a 404 would tell readers the db does not exist.
+		w.Header()["Retry-After"] = s.retryAfter
+		return nil, httpError(w, r, wire.StatusUnavailable, "starting: local versions still opening")
 	case errors.Is(err, versions.ErrVersionNotHeld):
 		// The header tells a router whether this node knows the db at
 		// all: without it, the db is gone here.

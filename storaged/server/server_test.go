@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"spangle/shared/buildinfo"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/shared/topo"
@@ -263,7 +264,7 @@ func TestStatusPagesAndHealth(t *testing.T) {
 	// Metrics: a per-server registry with request counts.
 	do(f.handler, "GET", "/nope/x")
 	rec = do(f.handler, "GET", "/metrics")
-	for _, want := range []string{`spangle_storaged_requests_total{code="404"}`, "spangle_storaged_request_seconds_bucket", `spangle_storaged_inflight_requests`} {
+	for _, want := range []string{`spangle_storaged_requests_total{code="404"}`, "spangle_storaged_request_duration_seconds_bucket", `spangle_storaged_inflight_requests`} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %s", want)
 		}
@@ -365,5 +366,30 @@ func TestStatusShowsClusterMap(t *testing.T) {
 	rec = do(f.handler, "GET", "/", "Accept", "text/html")
 	if !strings.Contains(rec.Body.String(), "10.0.0.2:9599") {
 		t.Fatalf("status HTML lacks the cluster map: %s", rec.Body.String())
+	}
+}
+
+func TestStatusShowsTheBuildAndFaviconIsNotABadRequest(t *testing.T) {
+	build := buildinfo.Info{Version: "v9.8.7", Commit: "c0ffee", GoVersion: "go1.99"}
+	f := newFixture(t, Options{Build: build, Source: func() wire.SourceStatus { return wire.SourceStatus{Root: "/data"} }})
+	rec := do(f.handler, "GET", "/", "Accept", "application/json")
+	var st wire.NodeStatus
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.Build != build {
+		t.Fatalf("status JSON build %+v, %v", st.Build, err)
+	}
+	if strings.Contains(rec.Body.String(), `"since"`) {
+		t.Errorf("a source that never failed shows since: %s", rec.Body.String())
+	}
+	rec = do(f.handler, "GET", "/", "Accept", "text/html")
+	if !strings.Contains(rec.Body.String(), "v9.8.7") || !strings.Contains(rec.Body.String(), "c0ffee") {
+		t.Errorf("status page lacks the build:\n%s", rec.Body.String())
+	}
+	if rec := do(f.handler, "GET", "/favicon.ico"); rec.Code != http.StatusNotFound {
+		t.Errorf("/favicon.ico: %d, want 404", rec.Code)
+	}
+	rec = do(f.handler, "GET", "/metrics")
+	if strings.Contains(rec.Body.String(), `spangle_storaged_requests_total{code="400"}`) &&
+		!strings.Contains(rec.Body.String(), `spangle_storaged_requests_total{code="400"} 0`) {
+		t.Errorf("/favicon.ico counted as a bad request:\n%s", rec.Body.String())
 	}
 }

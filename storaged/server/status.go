@@ -15,7 +15,7 @@ import (
 
 // Status returns the status page's JSON: every db, or one when db is not "".
 func (s *Server) Status(db string) wire.NodeStatus {
-	st := wire.NodeStatus{Node: s.opts.Node, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
+	st := wire.NodeStatus{Node: s.opts.Node, Build: s.opts.Build, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
 	if s.opts.Cluster != nil {
 		st.Cluster = s.opts.Cluster()
 	}
@@ -135,7 +135,7 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 .ACTIVE{color:#070}.ERROR{color:#b00}.BUILDING{color:#a60}.REMOVING{color:#666}
 </style></head><body>
 <h1>storaged</h1>
-<p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
+<p>Node <b>{{.Status.Node.Addr}}</b> (id {{.Status.Node.ID}}, shard {{.Status.Node.ShardID}}), {{.Status.Mode}} mode, started {{.Status.Node.Started.Format "2006-01-02 15:04:05 MST"}}; spangle {{.Status.Build.Version}} (commit {{.Status.Build.Commit}}, {{.Status.Build.GoVersion}}).</p>
 {{with .Status.Source}}<p>Source <b>{{.Root}}</b>{{if .Error}}: <span class="ERROR">listing fails since {{.Since.Format "2006-01-02 15:04:05 MST"}}: {{.Error}}</span>{{end}}</p>{{end}}
 {{if not .DBs}}<p>No databases.</p>{{end}}
 {{range .DBs}}

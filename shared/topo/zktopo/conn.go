@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"spangle/shared/topo"
@@ -46,6 +47,9 @@ type Options struct {
 	// Logger receives the backend's log and the ZooKeeper client's;
 	// default a no-op logger.
 	Logger *zap.Logger
+	// Registerer receives the backend's metrics
+	// (spangle_zk_entries_rejected_total); nil registers nowhere.
+	Registerer prometheus.Registerer
 }
 
 // Conn is a ZooKeeper session that publishes a storaged's entries and
@@ -55,6 +59,7 @@ type Conn struct {
 	paths topo.Paths
 	log   *zap.Logger
 	zkLog *zkLogger
+	rej   *rejects
 	zk    *zk.Conn
 	mir   *topo.Mirror
 	// events is the client's event channel, drained only at Close: the
@@ -107,7 +112,12 @@ func Open(opts Options) (*Conn, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	rej, err := newRejects(opts.Logger, opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	c := &Conn{
+		rej:       rej,
 		paths:     topo.Paths{Prefix: opts.Prefix, Cluster: opts.Cluster},
 		log:       opts.Logger,
 		zkLog:     &zkLogger{l: opts.Logger.Named("zk").Sugar()},

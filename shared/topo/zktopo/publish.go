@@ -53,8 +53,8 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	if err := topo.CheckVersion(db, version); err != nil {
 		return topo.VersionInfo{}, fmt.Errorf("zktopo: %w", err)
 	}
-	if info.NumPartitions < 1 {
-		return topo.VersionInfo{}, fmt.Errorf("zktopo: %w: %s/%s has %d partitions", topo.ErrBadName, db, version, info.NumPartitions)
+	if err := topo.CheckVersionInfo(info); err != nil {
+		return topo.VersionInfo{}, fmt.Errorf("zktopo: %s/%s: %w", db, version, err)
 	}
 	path := c.paths.Version(db, version)
 	c.mu.Lock()
@@ -256,12 +256,13 @@ func (c *Conn) createVersion(path string, info topo.VersionInfo) (topo.VersionIn
 			if err != nil {
 				return topo.VersionInfo{}, err
 			}
-			if have, ok := parseInfo(old); ok {
+			if have, ok := c.versionInfo(path, old); ok {
 				c.donePending(path)
 				return have, nil
 			}
-			// Created as a parent before anyone gave its info: fill it in,
-			// unless someone else does first.
+			// Created as a parent before anyone gave its info, or holding
+			// info that fails validation: fill it in, unless someone else
+			// does first.
 			_, err = c.zk.Set(path, data, st.Version)
 			if err == nil {
 				c.donePending(path)
@@ -281,14 +282,6 @@ func (c *Conn) donePending(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, path)
-}
-
-func parseInfo(data []byte) (topo.VersionInfo, bool) {
-	var info topo.VersionInfo
-	if len(data) == 0 || json.Unmarshal(data, &info) != nil || info.NumPartitions < 1 {
-		return topo.VersionInfo{}, false
-	}
-	return info, true
 }
 
 // ensureParents creates the persistent ancestors of path that are

@@ -1,0 +1,4 @@
+// Package cliflags holds what the three spangle commands' command lines
+// share: a usage text that shows each flag's real default and hides the
+// flags meant for tests, and the --version sentinel.
+package cliflags
