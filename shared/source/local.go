@@ -161,7 +161,7 @@ func (l *local) Open(ctx context.Context, db, version, name string) (io.ReadClos
 // localFile is a data file being read. A read error that is not the end
 // of the file (EIO from a failing disk, ESTALE on NFS) is ErrUnavailable:
 // the disk failed, not necessarily the data.
-// Only Read and Close: an embedded *os.File would also offer WriteTo,
+// Only Read, ReadAt and Close: an embedded *os.File would also offer WriteTo,
 // which io.Copy prefers and which would bypass Read.
 type localFile struct{ f *os.File }
 
@@ -173,6 +173,16 @@ func (f localFile) Close() error {
 
 func (f localFile) Read(p []byte) (int, error) {
 	n, err := f.f.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return n, err
+}
+
+// ReadAt lets a format that needs random access (Parquet reads its
+// footer first) read a local file in place; errors are as Read's.
+func (f localFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.f.ReadAt(p, off)
 	if err != nil && err != io.EOF {
 		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
