@@ -196,6 +196,29 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
+// Marker reads <root>/<db>/<name>; a missing file is no marker.
+func (l *local) Marker(ctx context.Context, db, name string) ([]byte, error) {
+	return readMarker(ctx, db, name, func(ctx context.Context) (io.ReadCloser, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := l.root.Open(db + "/" + name)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			f.Close()
+			return nil, fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
+		}
+		return f, nil
+	})
+}
+
 func (l *local) Pin(ctx context.Context, db string) (string, error) {
 	return readPin(ctx, db, func(ctx context.Context) (io.ReadCloser, error) {
 		if err := ctx.Err(); err != nil {
