@@ -42,15 +42,33 @@ func NewIndexReader(r io.Reader, name string) (*IndexReader, error) {
 // NewFramedIndexReader reads an index kept in Snappy's framing format
 // (NAME.spi.sz), as sequins expects it.
 func NewFramedIndexReader(r io.Reader, name string) (*IndexReader, error) {
-	return NewIndexReader(framed{snappy.NewReader(r)}, name)
+	in := &inputErr{r: r}
+	return NewIndexReader(&framed{snappy.NewReader(in), in}, name)
 }
 
-// framed marks the framing decoder's errors as corruption of the file.
-type framed struct{ r io.Reader }
+// inputErr remembers the last error of the underlying input, so that
+// framed can tell the input's failures from the decoder's.
+type inputErr struct {
+	r   io.Reader
+	err error
+}
 
-func (f framed) Read(p []byte) (int, error) {
+func (i *inputErr) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	i.err = err
+	return n, err
+}
+
+// framed marks the framing decoder's own errors (bad checksums, chunks,
+// lengths) as corruption of the file.
+type framed struct {
+	r  io.Reader
+	in *inputErr
+}
+
+func (f *framed) Read(p []byte) (int, error) {
 	n, err := f.r.Read(p)
-	if errors.Is(err, snappy.ErrCorrupt) || errors.Is(err, snappy.ErrUnsupported) {
+	if err != nil && err != io.EOF && err != f.in.err {
 		err = fmt.Errorf("%w: %w", errFraming, err)
 	}
 	return n, err

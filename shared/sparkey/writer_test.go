@@ -33,7 +33,7 @@ func lookup(t *testing.T, log, index []byte, key string) (string, bool) {
 		table = append(table, cell{})
 	}
 	// Re-read the raw table: Next skips empty slots.
-	raw, _ := io.ReadAll(framed{snappyReader(index)})
+	raw, _ := io.ReadAll(snappyReader(index))
 	ss := uint64(h.SlotSize())
 	for s := range table {
 		b := raw[IndexHeaderSize+uint64(s)*ss:]

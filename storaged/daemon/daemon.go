@@ -127,7 +127,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			}
 		}
 		s := cfg.Sharding
-		if coord, co, err = newCoordinator(cfg, conn, node, src, log); err != nil {
+		if coord, co, err = newCoordinator(cfg, conn, node, src, reg, log); err != nil {
 			return nil, err
 		}
 		copts := cluster.Options{

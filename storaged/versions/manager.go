@@ -380,6 +380,11 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 		return
 	case !sameFiles(vs.files, c.files) && vs.phase.servable():
 		m.rebuildLocked(db, vs, c.files) // rebuild.go
+		if vs.phase == superseded {
+			// The source went back to it: its loaded copy serves until
+			// the rebuilt one replaces it.
+			m.activateLocked(db, d, vs)
+		}
 		return
 	case vs.phase.servable() && (vs.rebuild != nil || vs.rebuildFailed != nil):
 		// The files went back to the ones it serves.

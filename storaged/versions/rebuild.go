@@ -82,7 +82,7 @@ func (m *Manager) rebuildLocked(db string, vs *vstate, files []source.File) {
 		if prev != nil {
 			<-prev.done // it used the same directory
 		}
-		m.rebuildVersion(ctx, db, vs, rb, n, held)
+		m.rebuildVersion(parent, ctx, db, vs, rb, n, held)
 	}()
 }
 
@@ -100,9 +100,11 @@ func (m *Manager) stopRebuildLocked(vs *vstate) *rebuilding {
 	return rb
 }
 
-// rebuildVersion builds vs again from rb.files and swaps it in, or says why not.
-// heldBefore are the partitions the served copy holds, of n.
-func (m *Manager) rebuildVersion(ctx context.Context, db string, vs *vstate, rb *rebuilding, n int, heldBefore []int) {
+// rebuildVersion builds vs again from rb.files and swaps it in, or says
+// why not. heldBefore are the partitions the served copy holds, of n;
+// ctx is the rebuild's, parent the manager's (the replaced copy closes
+// after swapGrace unless it ends).
+func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vstate, rb *rebuilding, n int, heldBefore []int) {
 	start := time.Now()
 	select {
 	case <-vs.durable: // its first load may still be writing its manifest
@@ -165,7 +167,7 @@ func (m *Manager) rebuildVersion(ctx context.Context, db string, vs *vstate, rb 
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			sleepCtx(ctx, swapGrace)
+			sleepCtx(parent, swapGrace)
 			old.closing.Store(true)
 			waitUnused(old, 10*time.Second)
 			old.close()

@@ -137,3 +137,44 @@ func TestPublishVersionOverwritesInvalidInfo(t *testing.T) {
 		return m.Version("db", "v1") != nil && m.Version("db", "v1").NumPartitions == 4
 	})
 }
+
+// Partitions registered at once (a node starting with hundreds of
+// versions) go to the server in a few multi-ops, not one request each:
+// the requests the server receives stay well below the partitions.
+func TestPublishPartitionsBatched(t *testing.T) {
+	srv := zktest.Start(t)
+	c := open(t, srv.Addr())
+	ctx := context.Background()
+	const addr, dbs, parts = "127.0.0.1:9500", 50, 8
+	for d := range dbs {
+		if _, err := c.PublishVersion(ctx, fmt.Sprintf("db%d", d), "v1", topo.VersionInfo{NumPartitions: parts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topotest.WaitMap(t, c, "every version", func(m *topo.Map) bool { return len(m.DBs) == dbs })
+	before := mntr(t, srv, "zk_packets_received")
+	errs := make(chan error, dbs*parts)
+	for d := range dbs {
+		for p := range parts {
+			go func() { errs <- c.PublishPartition(ctx, fmt.Sprintf("db%d", d), "v1", p, addr) }()
+		}
+	}
+	for range dbs * parts {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	topotest.WaitMap(t, c, "every partition", func(m *topo.Map) bool {
+		for d := range dbs {
+			if !m.Version(fmt.Sprintf("db%d", d), "v1").Complete(1) {
+				return false
+			}
+		}
+		return true
+	})
+	got := mntr(t, srv, "zk_packets_received") - before
+	t.Logf("%d partitions registered with %d requests (listings of the watch included)", dbs*parts, got)
+	if got >= dbs*parts {
+		t.Fatalf("%d partitions took %d requests, want fewer than one each", dbs*parts, got)
+	}
+}

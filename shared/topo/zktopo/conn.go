@@ -87,6 +87,11 @@ type Conn struct {
 	parts    map[string]string           // replica path -> its version path
 	// published maps an ephemeral path to the session that created it.
 	published map[string]int64 // guarded by mu
+	// The writes waiting for the next batch (see batch.go), and the
+	// version entries a batch created for callers still to look.
+	vqueue map[string]queuedVersion // guarded by mu
+	equeue map[string]bool          // guarded by mu
+	vdone  map[string]bool          // guarded by mu
 }
 
 var _ topo.Conn = (*Conn)(nil)
@@ -131,6 +136,9 @@ func Open(opts Options) (*Conn, error) {
 		pending:   map[string]bool{},
 		parts:     map[string]string{},
 		published: map[string]int64{},
+		vqueue:    map[string]queuedVersion{},
+		equeue:    map[string]bool{},
+		vdone:     map[string]bool{},
 	}
 	c.dirty[c.paths.Nodes()] = true
 	c.dirty[c.paths.Partitions()] = true

@@ -57,6 +57,10 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 		return topo.VersionInfo{}, fmt.Errorf("zktopo: %s/%s: %w", db, version, err)
 	}
 	path := c.paths.Version(db, version)
+	data, err := json.Marshal(info)
+	if err != nil {
+		return topo.VersionInfo{}, fmt.Errorf("zktopo: %w", err)
+	}
 	c.mu.Lock()
 	if c.isClosed {
 		c.mu.Unlock()
@@ -65,8 +69,36 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	c.infos[path] = info
 	c.pending[path] = true
 	c.mu.Unlock()
+	// Most versions are published by another node first: a read, which
+	// the server answers without a write to its log and which needs not
+	// wait for this Conn's writes, tells.
+	withParent := false
+	if c.Connected() {
+		old, _, err := c.zk.Get(path)
+		if err == nil {
+			if have, ok := c.versionInfo(path, old); ok {
+				c.donePending(path)
+				return have, nil
+			}
+		} else if errors.Is(err, zk.ErrNoNode) {
+			ok, _, err := c.zk.Exists(c.paths.DB(db))
+			withParent = err == nil && !ok
+		}
+	}
+	c.mu.Lock()
+	c.queueVersionLocked(path, data, withParent)
+	c.mu.Unlock()
 	var got topo.VersionInfo
-	err := c.apply(ctx, func() error {
+	err = c.apply(ctx, func() error {
+		c.flushQueued()
+		c.mu.Lock()
+		done := c.vdone[path]
+		delete(c.vdone, path)
+		c.mu.Unlock()
+		if done {
+			got = info
+			return nil
+		}
 		var err error
 		got, err = c.createVersion(path, info)
 		return err
@@ -100,12 +132,19 @@ func (c *Conn) setPartition(ctx context.Context, db, version string, partition i
 	}
 	if want {
 		c.parts[path] = vpath
+		c.queueEphemeralLocked(path)
 	} else {
 		delete(c.parts, path)
+		delete(c.equeue, path)
 		c.forgetVersionLocked(vpath)
 	}
 	c.mu.Unlock()
-	return c.apply(ctx, func() error { return c.syncEphemeral(path) })
+	return c.apply(ctx, func() error {
+		if want {
+			c.flushQueued()
+		}
+		return c.syncEphemeral(path)
+	})
 }
 
 // forgetVersionLocked drops the remembered info of a version once
@@ -366,6 +405,16 @@ func (c *Conn) republish() {
 		if ok && !c.syncOne(p, func() error { _, err := c.createVersion(p, info); return err }) {
 			return
 		}
+	}
+	// The replica entries wanted go in batches first; what a batch could
+	// not create is then written alone.
+	c.mu.Lock()
+	for p := range c.parts {
+		c.queueEphemeralLocked(p)
+	}
+	c.mu.Unlock()
+	if !c.syncOne("(batch)", func() error { c.flushQueued(); return nil }) {
+		return
 	}
 	for _, p := range ephemerals {
 		if !c.syncOne(p, func() error { return c.syncEphemeral(p) }) {
