@@ -44,9 +44,10 @@ func (ParquetFormat) Layout(files []source.File) (Layout, error) {
 }
 
 // Open implements Format. Parquet is read from its end (the footer) and
-// by column chunk, so it needs random access: a local file is read in
-// place, and anything else (an S3 object) is first copied in one
-// sequential read to a temporary file, which is removed on Close.
+// by column chunk, so it needs random access: a source reader that
+// offers ReadAt is read in place; any other (the sources' readers are
+// sequential) is first copied in one sequential read to a temporary
+// file, which is removed on Close.
 func (p ParquetFormat) Open(ctx context.Context, u Unit, in Input) (Records, error) {
 	f := u.Files[0]
 	rc, err := in.Open(ctx, f)
