@@ -366,6 +366,22 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
+// errBadMarker marks a marker file that is not a regular file or is too
+// large; Marker reports it as an error of the marker.
+var errBadMarker = errors.New("source: bad marker file")
+
+// Marker reads <root>/<db>/<name>; a missing file is no marker.
+func (l *local) Marker(ctx context.Context, db, name string) ([]byte, error) {
+	return readMarker(ctx, db, name, func(ctx context.Context) (io.ReadCloser, error) {
+		path := db + "/" + name
+		f, size, err := l.openRegular(ctx, path, MaxMarkerSize, errBadMarker)
+		if err != nil {
+			return nil, err
+		}
+		return &localFile{ctx: ctx, f: f, path: path, size: size, left: size, timeout: l.opts.LocalTimeout}, nil
+	})
+}
+
 func (l *local) Pin(ctx context.Context, db string) (string, error) {
 	return readPin(ctx, db, func(ctx context.Context) (io.ReadCloser, error) {
 		// A marker is a few bytes: a larger file is not one.

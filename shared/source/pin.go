@@ -52,6 +52,39 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
+// MaxMarkerSize bounds what Marker reads: settings fit many times over.
+const MaxMarkerSize = 64 << 10
+
+// readMarker is the shared half of every Source's Marker: it reads the
+// marker through open, bounded. An error wrapping fs.ErrNotExist or
+// ErrNotFound means there is no marker (nil, nil).
+func readMarker(ctx context.Context, db, name string, open func(ctx context.Context) (io.ReadCloser, error)) ([]byte, error) {
+	if !ValidName(db) || !strings.HasPrefix(name, "_") || strings.ContainsAny(name, "/\\") {
+		return nil, fmt.Errorf("%w: bad marker %q/%q", ErrNotFound, db, name)
+	}
+	rc, err := open(ctx)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("source: reading %s/%s: %w", db, name, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, MaxMarkerSize+1))
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("source: reading %s/%s: %w", db, name, err)
+	case len(data) > MaxMarkerSize:
+		return nil, fmt.Errorf("source: %s/%s: more than %d bytes", db, name, MaxMarkerSize)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
 // readPin is the shared half of every Source's Pin: it reads the marker
 // through open and parses it. An error wrapping fs.ErrNotExist or
 // ErrNotFound, from open or from reading, means there is no marker. An

@@ -247,6 +247,14 @@ func (r *s3root) Pin(ctx context.Context, db string) (string, error) {
 	})
 }
 
+// Marker reads <prefix>/<db>/<name> with one GET; a missing object is no
+// marker.
+func (r *s3root) Marker(ctx context.Context, db, name string) ([]byte, error) {
+	return readMarker(ctx, db, name, func(ctx context.Context) (io.ReadCloser, error) {
+		return r.openObject(ctx, r.prefix+db+"/"+name)
+	})
+}
+
 // exists reports whether the object key is there.
 func (r *s3root) exists(ctx context.Context, key string) (bool, error) {
 	r.metrics.lists.Inc()

@@ -78,6 +78,11 @@ type Source interface {
 	// most MaxPinSize+1 bytes. The pinned version need not exist: the
 	// caller checks it against Versions.
 	Pin(ctx context.Context, db string) (string, error)
+	// Marker returns the content of the db's marker file
+	// <root>/<db>/<name> (name starts with '_', like FormatFile), or nil
+	// when there is none. At most MaxMarkerSize bytes are read; a larger
+	// marker is an error. An object store answers it with one GET.
+	Marker(ctx context.Context, db, name string) ([]byte, error)
 	// Open opens one data file of a version for reading.
 	Open(ctx context.Context, db, version, name string) (io.ReadCloser, error)
 	// String names the root for logs.

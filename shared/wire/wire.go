@@ -175,6 +175,10 @@ type DBStatus struct {
 	// version the source does not hold, or that failed to load); what is
 	// served stays as it was.
 	PinError string `json:"pin_error,omitempty"`
+	// FormatError says why the db's _FORMAT marker (how a Parquet
+	// version's columns map) is not followed; no new version is loaded
+	// until it is fixed.
+	FormatError string `json:"format_error,omitempty"`
 }
 
 // VersionStatus is one version of a db on a node.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync/atomic"
 
+	"spangle/shared/parquetkv"
 	"spangle/shared/source"
 )
 
@@ -94,8 +95,28 @@ type Records interface {
 }
 
 // DefaultFormats are the formats a loader knows, the catch-all
-// SequenceFile last.
-func DefaultFormats() []Format { return []Format{SparkeyFormat{}, SequenceFileFormat{}} }
+// SequenceFile last. Parquet maps columns as parquetkv.DefaultFormat
+// says; a db with a _FORMAT marker is loaded with WithParquet.
+func DefaultFormats() []Format {
+	return []Format{SparkeyFormat{}, ParquetFormat{Spec: parquetkv.DefaultFormat()}, SequenceFileFormat{}}
+}
+
+// WithParquet returns formats with its Parquet format mapping columns as
+// spec says (DefaultFormats when formats is empty).
+func WithParquet(formats []Format, spec parquetkv.Format) []Format {
+	if len(formats) == 0 {
+		formats = DefaultFormats()
+	}
+	out := make([]Format, len(formats))
+	for i, f := range formats {
+		if pf, ok := f.(ParquetFormat); ok {
+			pf.Spec = spec
+			f = pf
+		}
+		out[i] = f
+	}
+	return out
+}
 
 // Detect finds the format of a version's files and lays them out.
 func Detect(files []source.File, formats []Format) (Layout, error) {

@@ -106,7 +106,9 @@ type pageDB struct {
 	Current  string
 	Pin      string
 	PinError string
-	Versions []pageVersion
+	// FormatError says why _FORMAT is not followed.
+	FormatError string
+	Versions    []pageVersion
 }
 
 type pageVersion struct {
@@ -124,7 +126,7 @@ type page struct {
 func pageData(st wire.NodeStatus) page {
 	p := page{Status: st}
 	for name, d := range st.DBs {
-		pd := pageDB{Name: name, Current: d.Current, Pin: d.Pin, PinError: d.PinError}
+		pd := pageDB{Name: name, Current: d.Current, Pin: d.Pin, PinError: d.PinError, FormatError: d.FormatError}
 		for vname, v := range d.Versions {
 			pd.Versions = append(pd.Versions, pageVersion{Name: vname, VersionStatus: v, Loading: progressText(v.Progress)})
 		}
@@ -180,7 +182,7 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 <h2>{{.Name}}</h2>
 <p>Active version: {{if .Current}}<b>{{.Current}}</b>{{else}}none{{end}}</p>
 {{if .Pin}}<p>Pinned by _PIN to <b>{{.Pin}}</b>: newer versions are not served until the marker is deleted.</p>{{end}}
-{{if .PinError}}<p><b>_PIN not followed:</b> {{.PinError}}</p>{{end}}
+{{if .PinError}}<p><b>_PIN not followed:</b> {{.PinError}}</p>{{end}}{{if .FormatError}}<p><b>_FORMAT not followed:</b> {{.FormatError}}</p>{{end}}
 <table><tr><th>version</th><th>state</th><th>partitions held</th><th>created</th><th>loaded in</th><th>active since</th><th>reason</th></tr>
 {{range .Versions}}<tr><td>{{.Name}}</td><td class="{{.State}}">{{.State}}</td><td>{{len .Partitions}} of {{.NumPartitions}} {{.Partitions}}</td><td>{{if not .Created.IsZero}}{{.Created.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{if .LoadSeconds}}{{printf "%.2f s" .LoadSeconds}}{{end}}</td><td>{{if not .Activated.IsZero}}{{.Activated.Format "2006-01-02 15:04:05 MST"}}{{end}}</td><td>{{if .Loading}}<b>loading:</b> {{.Loading}}{{if .Reason}}; {{end}}{{end}}{{.Reason}}</td></tr>
 {{end}}</table>

@@ -249,9 +249,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	var res loader.Result
 	if len(rest) > 0 {
-		lopts := m.opts.Loader
-		lopts.Limit = m.limit
-		lopts.Log = m.log
+		lopts := m.loaderOptions(db)
 		res, err = loader.Load(ctx, loader.Request{
 			Source: m.opts.Source, DB: db, Version: name, Files: files, Held: rest,
 			Dir:      func(p int) string { return st.PartitionDir(db, name, p) },

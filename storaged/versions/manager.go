@@ -122,6 +122,7 @@ type dbState struct {
 	current  string
 	gone     bool // removed from the source
 	pin      pinState
+	format   formatState
 }
 
 // Manager owns the versions of every db. It is safe for concurrent use.
@@ -269,7 +270,7 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.log.Error("listing versions failed", zap.String("db", db), zap.Error(err))
 			continue
 		}
-		p, ok := m.planDB(ctx, db, versions, m.pinFor(ctx, db, versions))
+		p, ok := m.planDB(ctx, db, versions, m.formatFor(ctx, db, m.pinFor(ctx, db, versions)))
 		if !ok {
 			continue
 		}

@@ -137,9 +137,7 @@ func (m *Manager) fillPartition(ctx context.Context, db, version string, files [
 			return "", fmt.Errorf("versions: %w", err)
 		}
 	}
-	lopts := m.opts.Loader
-	lopts.Limit = m.limit
-	lopts.Log = m.log
+	lopts := m.loaderOptions(db)
 	res, err := loader.Load(ctx, loader.Request{
 		Source: m.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
 		Dir: func(int) string { return dir },

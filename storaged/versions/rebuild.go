@@ -220,9 +220,7 @@ func (m *Manager) buildBeside(ctx context.Context, db, name string, files []sour
 			created = f.ModTime
 		}
 	}
-	lopts := m.opts.Loader
-	lopts.Limit = m.limit
-	lopts.Log = m.log
+	lopts := m.loaderOptions(db)
 	dir := func(p int) string { return st.RebuildPartitionDir(db, name, p) }
 	res, err := loader.Load(ctx, loader.Request{
 		Source: m.opts.Source, DB: db, Version: name, Files: files, Held: held, Dir: dir,

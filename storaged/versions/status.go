@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"spangle/shared/parquetkv"
 	"spangle/shared/source"
 	"spangle/shared/wire"
 	"spangle/storaged/loader"
@@ -73,6 +74,9 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			// the marker's name, which no version can have.
 			vs[source.PinFile] = wire.Health{State: wire.StateError, Reason: why}
 		}
+		if why := d.format.err; why != "" {
+			vs[parquetkv.FormatFile] = wire.Health{State: wire.StateError, Reason: why}
+		}
 		out[db] = vs
 	}
 	return out
@@ -91,6 +95,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		}
 		ds := wire.DBStatus{Current: d.current, Versions: map[string]wire.VersionStatus{}}
 		ds.Pin, ds.PinGeneration, ds.PinError = m.pinStatusLocked(d)
+		ds.FormatError = d.format.err
 		if cur := d.versions[d.current]; cur == nil || cur.phase != active {
 			ds.Current = ""
 		}

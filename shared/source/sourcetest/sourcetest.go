@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"spangle/shared/source"
@@ -34,6 +35,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("StreamsLargeFile", func(t *testing.T) { testLarge(t, b) })
 	t.Run("Pin", func(t *testing.T) { testPin(t, b) })
 	t.Run("SuccessManifest", func(t *testing.T) { testSuccessManifest(t, b) })
+	t.Run("Marker", func(t *testing.T) { testMarker(t, b) })
 }
 
 // Write writes body to dir/rel, making the directories on the way.
@@ -305,5 +307,34 @@ func testPin(t *testing.T, b Backend) {
 	}
 	if dbs, err := src.DBs(ctx); err != nil || len(dbs) != 3 {
 		t.Errorf("DBs with markers = %v, %v; want the three dbs, no marker among them", dbs, err)
+	}
+}
+
+// testMarker: a db's marker file (_FORMAT) is read whole; a missing one
+// is nil, an empty one is empty, an oversized one and a bad name are
+// errors.
+func testMarker(t *testing.T, b Backend) {
+	ctx := context.Background()
+	src := open(t, b, map[string]string{
+		"a/v1/part-00000.parquet": "a",
+		"a/_FORMAT":               "key_column = \"id\"\n",
+		"b/v1/part-00000":         "b",
+		"c/_FORMAT":               "",
+		"d/_FORMAT":               strings.Repeat("x", source.MaxMarkerSize+1),
+	}, source.Options{})
+	if got, err := src.Marker(ctx, "a", "_FORMAT"); err != nil || string(got) != "key_column = \"id\"\n" {
+		t.Errorf("Marker(a) = %q, %v", got, err)
+	}
+	if got, err := src.Marker(ctx, "b", "_FORMAT"); err != nil || got != nil {
+		t.Errorf("Marker(b) without a marker = %q, %v; want nil", got, err)
+	}
+	if got, err := src.Marker(ctx, "c", "_FORMAT"); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("Marker(c) empty = %q, %v; want empty, not nil", got, err)
+	}
+	if _, err := src.Marker(ctx, "d", "_FORMAT"); err == nil {
+		t.Error("Marker(d) of more than MaxMarkerSize: no error")
+	}
+	if _, err := src.Marker(ctx, "a", "v1"); !errors.Is(err, source.ErrNotFound) {
+		t.Errorf("Marker(a, v1): %v; want ErrNotFound (markers start with _)", err)
 	}
 }

@@ -1,0 +1,72 @@
+package parquetkv
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParseFormat: any marker either parses to a Format that passes its
+// own checks, or fails with ErrBadFormat; never a panic.
+func FuzzParseFormat(f *testing.F) {
+	for _, s := range []string{
+		`key_column = "id"`,
+		"key_column = \"user.id\"\nvalue_column = \"blob\"\ncontent_type = \"image/png\"\nduplicates = \"first\"\npartitions = 8\n",
+		"key_column = \"id\"\ncolumns = [\"a\", \"b\"]\n",
+		"key_column = \"id\"\nexclude_columns = [\"secret\"]\nduplicates = \"last\"\n",
+		"key_column = \"id\"\nkey_column = \"id\"\n",
+		"[x]\nkey_column = 1",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fm, err := ParseFormat(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadFormat) {
+				t.Fatalf("error %v does not wrap ErrBadFormat", err)
+			}
+			return
+		}
+		if err := fm.check(); err != nil {
+			t.Fatalf("parsed format fails its checks: %v", err)
+		}
+		if fm.KeyColumn == "" || fm.ValueContentType() == "" {
+			t.Fatalf("parsed format %+v", fm)
+		}
+	})
+}
+
+// FuzzReader: any bytes either read as records or fail with ErrCorrupt
+// naming the file; never a panic, never an I/O error from memory. The
+// seeds are every test file and a small written one.
+func FuzzReader(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.parquet")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add(kvFile(f, 50))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fm := range []Format{DefaultFormat(), {Duplicates: DuplicatesError}} {
+			r, err := NewReader(bytes.NewReader(data), int64(len(data)), "fuzz.parquet", fm, Options{BatchRows: 64})
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("open: %v is not ErrCorrupt", err)
+				}
+				continue
+			}
+			for n := 0; n < 100000 && r.Next(); n++ {
+			}
+			if err := r.Err(); err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("read: %v is not ErrCorrupt", err)
+			}
+			r.Close()
+		}
+	})
+}

@@ -1,0 +1,117 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"spangle/shared/parquetkv"
+	"spangle/shared/source"
+)
+
+// parquetSuffix names Parquet data files, as Spark writes them
+// (part-00000-<uuid>-c000.snappy.parquet).
+const parquetSuffix = ".parquet"
+
+// ParquetFormat reads Parquet files: one row per key, the columns mapped
+// as Spec (the db's _FORMAT, or parquetkv.DefaultFormat) says. N is the
+// number of data files, and keys go to their partitions whatever file
+// holds them, as for SequenceFiles that are not pre-sharded.
+type ParquetFormat struct {
+	// Spec maps columns to keys and values.
+	Spec parquetkv.Format
+	// TempDir holds the local copy of a file that the source cannot read
+	// in place (an S3 object); default os.TempDir().
+	TempDir string
+}
+
+// Name implements Format.
+func (ParquetFormat) Name() string { return "Parquet" }
+
+// Claims implements Format.
+func (ParquetFormat) Claims(name string) bool { return strings.HasSuffix(name, parquetSuffix) }
+
+// Layout implements Format: one unit per file, N the number of files.
+func (ParquetFormat) Layout(files []source.File) (Layout, error) {
+	l := Layout{Partitions: len(files), Units: make([]Unit, len(files))}
+	for i, f := range files {
+		l.Units[i] = Unit{Files: []source.File{f}, Partition: -1}
+	}
+	return l, nil
+}
+
+// Open implements Format. Parquet is read from its end (the footer) and
+// by column chunk, so it needs random access: a source reader that
+// offers ReadAt is read in place; any other (the sources' readers are
+// sequential) is first copied in one sequential read to a temporary
+// file, which is removed on Close.
+func (p ParquetFormat) Open(ctx context.Context, u Unit, in Input) (Records, error) {
+	f := u.Files[0]
+	rc, err := in.Open(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	name := in.Path(f)
+	ra, ok := rc.(io.ReaderAt)
+	closer := io.Closer(rc)
+	size := f.Size
+	if !ok {
+		tmp, n, err := spool(rc, p.TempDir)
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("loader: copying %s to local disk: %w", name, err)
+		}
+		ra, closer, size = tmp, tmp, n
+	}
+	r, err := parquetkv.NewReader(ra, size, name, p.Spec, parquetkv.Options{})
+	if err != nil {
+		closer.Close()
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	return &parquetRecords{Reader: r, closer: closer}, nil
+}
+
+// spool copies r to a temporary file that is removed when closed.
+func spool(r io.Reader, dir string) (*tempFile, int64, error) {
+	f, err := os.CreateTemp(dir, "spangle-parquet-*")
+	if err != nil {
+		return nil, 0, localErr(err)
+	}
+	t := &tempFile{f}
+	n, err := io.Copy(f, r)
+	if err != nil {
+		t.Close()
+		return nil, 0, err
+	}
+	return t, n, nil
+}
+
+type tempFile struct{ *os.File }
+
+func (t *tempFile) Close() error {
+	return errors.Join(t.File.Close(), os.Remove(t.Name()))
+}
+
+type parquetRecords struct {
+	*parquetkv.Reader
+	closer io.Closer
+	row    int64
+}
+
+func (r *parquetRecords) Next() bool {
+	if !r.Reader.Next() {
+		return false
+	}
+	r.row++
+	return true
+}
+
+// Offset implements Records: for Parquet, the row number from 1.
+func (r *parquetRecords) Offset() int64 { return r.row }
+
+func (r *parquetRecords) Close() error {
+	return errors.Join(r.Reader.Close(), r.closer.Close())
+}
