@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -75,6 +76,22 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 	go func() { done <- readLoopN(watch, recs, parts, stop) }()
 	joiner := start()
 	joiner.Refresh()
+	// gained lists the partitions an old node holds that it did not hold
+	// before the join. Under the bounded-load cap a round of the leader
+	// may hand an old node a copy for a moment (when the joiner loaded
+	// the plain ring's share before the assignment reached it); the
+	// placement the cluster settles on must give the old nodes nothing.
+	gained := func() []string {
+		var g []string
+		for _, d := range ds {
+			for _, p := range d.Versions.HeldPartitions("db", "v1") {
+				if !slices.Contains(before[d.Addr], p) {
+					g = append(g, fmt.Sprintf("%s gained partition %d in a join", d.Addr, p))
+				}
+			}
+		}
+		return g
+	}
 	settled := func() bool {
 		m := watch.Map()
 		v := m.Version("db", "v1")
@@ -99,25 +116,17 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 			}
 		}
 		mine := load[joiner.Addr]
-		return mine > 0 && len(joiner.Versions.HeldPartitions("db", "v1")) == mine
+		return mine > 0 && len(joiner.Versions.HeldPartitions("db", "v1")) == mine && len(gained()) == 0
 	}
 	for deadline := time.Now().Add(30 * time.Second); !settled(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the joiner %s holds %v; replicas %v", joiner.Addr, joiner.Versions.HeldPartitions("db", "v1"), watch.Map().Version("db", "v1").Replicas)
+			t.Fatalf("the joiner %s holds %v; replicas %v; %q", joiner.Addr, joiner.Versions.HeldPartitions("db", "v1"), watch.Map().Version("db", "v1").Replicas, gained())
 		}
 	}
 	close(stop)
 	res := <-done
 	if res[0] == 0 || res[1] > 0 {
 		t.Errorf("%d of %d reads failed during the rebalance", res[1], res[0])
-	}
-	// The others only gave partitions away; none gained one.
-	for _, d := range ds {
-		for _, p := range d.Versions.HeldPartitions("db", "v1") {
-			if !slices.Contains(before[d.Addr], p) {
-				t.Errorf("%s gained partition %d in a join", d.Addr, p)
-			}
-		}
 	}
 	t.Logf("joiner holds %v; %d reads during the rebalance, none failed", joiner.Versions.HeldPartitions("db", "v1"), res[0])
 }
