@@ -53,10 +53,13 @@ type Config struct {
 	RefreshPeriod time.Duration `toml:"refresh_period"`
 	// RequireSuccessFile makes a version count only with _SUCCESS.
 	RequireSuccessFile bool `toml:"require_success_file"`
-	// SettleTime is how long a version's files (sizes and modification
-	// times) must stay unchanged before it is loaded, unless it holds
-	// _SUCCESS: a version being copied in is not loaded half-written.
-	// 0 loads a version as soon as it is seen; default 5s.
+	// SettleTime is how long a version's file list, sizes and times
+	// must stay unchanged, as this node observed them from when it first
+	// saw them, before it is loaded (SETTLING meanwhile); a version with
+	// _SUCCESS, or one the local store holds complete, does not wait.
+	// A version being copied in is not loaded half-written, whatever
+	// times the copy keeps. 0 loads a version as soon as it is seen;
+	// default 5s.
 	SettleTime time.Duration `toml:"settle_time"`
 	// ContentType of values; default application/octet-stream.
 	ContentType string `toml:"content_type"`
