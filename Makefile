@@ -20,13 +20,17 @@ run: build
 deps:
 	./scripts/deps.sh
 
+# client/ is a module of its own (docs/design.md): ./... stops at it, so
+# its tests and vet run apart.
 test: deps lint
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	cd client && $(GO) test $(TEST_FLAGS) ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd client && $(GO) vet ./...
 
 # Short fuzzing of every fuzz target (FUZZTIME each).
 FUZZTIME ?= 20s
