@@ -152,7 +152,8 @@ func TestScenarios(t *testing.T) {
 	if files := os.Getenv("E2E_COMPOSE_FILES"); files != "" {
 		extra = strings.Split(files, ",")
 	}
-	c, err := framework.Up(ctx, framework.Options{Initial: dataset.Spec{Version: s.current}, ExtraFiles: extra, Logf: t.Logf})
+	c, err := framework.Up(ctx, framework.Options{Initial: dataset.Spec{Version: s.current},
+		Also: []dataset.Spec{{DB: sparkeyDB, Version: sparkeyVersion, Sparkey: true}}, ExtraFiles: extra, Logf: t.Logf})
 	if err != nil {
 		s.rep.add(row{name: "1 cold start", note: "compose up failed"})
 		t.Fatal(err)
@@ -188,6 +189,7 @@ func TestScenarios(t *testing.T) {
 		{"7-full-restart", "7 full restart", s.fullRestart},
 		{"8-corrupt-then-restart", "8 corrupt newest, full restart", s.corruptThenRestart},
 		{"9-s3-outage", "9 S3 down 30 s", s.s3Outage},
+		{"10-sparkey-db", "10 Sparkey db beside", s.sparkeyDB},
 	}
 	for _, sc := range scenarios {
 		s.scenario(t, sc.name, sc.label, true, func(t *testing.T, r *row) { sc.run(t, ctx, r) })

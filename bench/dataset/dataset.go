@@ -7,11 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
+	"spangle/shared/sparkey"
 )
 
 // Names of the db and version the dataset holds.
@@ -41,7 +43,18 @@ type Options struct {
 	Compression seqfile.Compression
 	// Codec when compressed; default seqfile.SnappyCodec.
 	Codec string
+	// Format is FormatSequenceFile (the default) or FormatSparkey: a
+	// Sparkey pair part-NNNNN.spl and .spi.sz per partition, the log in
+	// Snappy blocks of 4 KiB, as sequins jobs write them (Compression
+	// and Codec do not apply).
+	Format string
 }
+
+// Input formats of a dataset.
+const (
+	FormatSequenceFile = ""
+	FormatSparkey      = "sparkey"
+)
 
 func (o *Options) defaults() {
 	if o.DB == "" {
@@ -122,7 +135,11 @@ func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 	}
 	ds := &Dataset{Root: root, Options: o}
 	for f := 0; f < o.Files; f++ {
-		ds.Files = append(ds.Files, filepath.Join(dir, fmt.Sprintf("part-%05d", f)))
+		name := fmt.Sprintf("part-%05d", f)
+		if o.Format == FormatSparkey {
+			name += ".spl"
+		}
+		ds.Files = append(ds.Files, filepath.Join(dir, name))
 	}
 	errs := make([]error, o.Files)
 	sizes := make([]int64, o.Files)
@@ -131,7 +148,11 @@ func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sizes[f], errs[f] = writeFile(ctx, ds.Files[f], f, o)
+			if o.Format == FormatSparkey {
+				sizes[f], errs[f] = writeSparkey(ctx, ds.Files[f], f, o)
+			} else {
+				sizes[f], errs[f] = writeFile(ctx, ds.Files[f], f, o)
+			}
 		}()
 	}
 	wg.Wait()
@@ -181,6 +202,56 @@ func writeFile(ctx context.Context, path string, part int, o Options) (int64, er
 		return 0, fmt.Errorf("dataset: %w", err)
 	}
 	return st.Size(), out.Close()
+}
+
+// writeSparkey writes the keys of partition part, ascending, as the
+// Sparkey log logPath and its index beside it.
+func writeSparkey(ctx context.Context, logPath string, part int, o Options) (int64, error) {
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	defer lf.Close()
+	ixPath := strings.TrimSuffix(logPath, ".spl") + ".spi.sz"
+	xf, err := os.Create(ixPath)
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	defer xf.Close()
+	w, err := sparkey.NewWriter(lf, sparkey.WriterOptions{Compression: sparkey.Snappy})
+	if err != nil {
+		return 0, fmt.Errorf("dataset: %w", err)
+	}
+	key := make([]byte, 0, 32)
+	val := make([]byte, o.ValueSize)
+	for i := 0; i < o.Keys; i++ {
+		key = AppendKey(key[:0], i)
+		if hashring.Partition(key, o.Files) != part {
+			continue
+		}
+		if i%65536 == 0 && ctx.Err() != nil {
+			return 0, fmt.Errorf("dataset: %w", ctx.Err())
+		}
+		fillValue(val, i)
+		if err := w.Put(key, val); err != nil {
+			return 0, fmt.Errorf("dataset: %s: %w", logPath, err)
+		}
+	}
+	if err := w.Close(xf); err != nil {
+		return 0, fmt.Errorf("dataset: %s: %w", logPath, err)
+	}
+	var size int64
+	for _, f := range []*os.File{lf, xf} {
+		st, err := f.Stat()
+		if err != nil {
+			return 0, fmt.Errorf("dataset: %w", err)
+		}
+		size += st.Size()
+		if err := f.Close(); err != nil {
+			return 0, fmt.Errorf("dataset: %w", err)
+		}
+	}
+	return size, nil
 }
 
 // Decode reads and decodes every record of the dataset's files, as many

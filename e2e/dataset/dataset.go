@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
+	"spangle/shared/sparkey"
 )
 
 // Defaults of the generated database: the 100k keys in 8
@@ -43,6 +45,10 @@ type Spec struct {
 	// Corrupt, when set, damages one data file in the middle of its
 	// records, so loading the version fails.
 	Corrupt bool
+	// Sparkey writes the version as Sparkey pairs (part-NNNNN.spl with
+	// part-NNNNN.spi.sz, the log in Snappy blocks), as a sequins job
+	// would, instead of SequenceFiles.
+	Sparkey bool
 }
 
 func (s *Spec) fill() error {
@@ -100,14 +106,58 @@ func writeFiles(dir string, s Spec) error {
 		p := hashring.Partition([]byte(Key(i)), s.Partitions)
 		byPart[p] = append(byPart[p], i)
 	}
+	suffix := ""
+	if s.Sparkey {
+		suffix = ".spl"
+	}
 	for p, keys := range byPart {
-		path := filepath.Join(dir, fmt.Sprintf("part-%05d", p))
-		if err := writeFile(path, s.Version, keys); err != nil {
+		path := filepath.Join(dir, fmt.Sprintf("part-%05d", p)+suffix)
+		write := writeFile
+		if s.Sparkey {
+			write = writeSparkey
+		}
+		if err := write(path, s.Version, keys); err != nil {
 			return err
 		}
 	}
 	if s.Corrupt {
-		return corrupt(filepath.Join(dir, fmt.Sprintf("part-%05d", s.Partitions/2)))
+		return corrupt(filepath.Join(dir, fmt.Sprintf("part-%05d", s.Partitions/2)+suffix))
+	}
+	return nil
+}
+
+// writeSparkey writes the log path (NAME.spl) and its index NAME.spi.sz.
+func writeSparkey(path, version string, keys []int) (err error) {
+	lf, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	defer func() {
+		if cerr := lf.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("dataset: %w", cerr)
+		}
+	}()
+	xf, err := os.Create(strings.TrimSuffix(path, ".spl") + ".spi.sz")
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	defer func() {
+		if cerr := xf.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("dataset: %w", cerr)
+		}
+	}()
+	w, err := sparkey.NewWriter(lf, sparkey.WriterOptions{Compression: sparkey.Snappy})
+	if err != nil {
+		return fmt.Errorf("dataset: %s: %w", path, err)
+	}
+	for _, i := range keys {
+		k := Key(i)
+		if err := w.Put([]byte(k), []byte(Value(version, k))); err != nil {
+			return fmt.Errorf("dataset: %s: %w", path, err)
+		}
+	}
+	if err := w.Close(xf); err != nil {
+		return fmt.Errorf("dataset: %s: %w", path, err)
 	}
 	return nil
 }

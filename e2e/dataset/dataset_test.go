@@ -8,6 +8,7 @@ import (
 
 	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
+	"spangle/shared/sparkey"
 )
 
 // readAll returns the records of one file, or the reader's error.
@@ -77,5 +78,46 @@ func TestWriteCorrupt(t *testing.T) {
 	}
 	if _, err := readAll(t, filepath.Join(dir, "part-00000")); err != nil {
 		t.Fatalf("the other file: %v", err)
+	}
+}
+
+func TestWriteSparkey(t *testing.T) {
+	root := t.TempDir()
+	dir, err := Write(root, Spec{DB: "db", Version: "v1", Keys: 1000, Partitions: 4, Sparkey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for p := 0; p < 4; p++ {
+		base := filepath.Join(dir, fmt.Sprintf("part-%05d", p))
+		lf, err := os.Open(base + ".spl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		xf, err := os.Open(base + ".spi.sz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := lf.Stat()
+		r, err := sparkey.NewReader(lf, fi.Size(), base+".spl", xf, base+".spi.sz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			k := string(r.Key())
+			if hashring.Partition(r.Key(), 4) != p || string(r.Value()) != Value("v1", k) {
+				t.Fatalf("%s: %q = %q in partition %d", base, k, r.Value(), p)
+			}
+			n++
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		lf.Close()
+		xf.Close()
+	}
+	if n != 1000 {
+		t.Fatalf("%d pairs, want 1000", n)
 	}
 }

@@ -56,6 +56,8 @@ type Options struct {
 	// Initial is written into the source root before the cluster starts;
 	// none when Version is empty.
 	Initial dataset.Spec
+	// Also are more versions (other dbs, say) written before the start.
+	Also []dataset.Spec
 	// Logf receives progress lines; default none.
 	Logf func(format string, args ...any)
 }
@@ -141,6 +143,12 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.Initial.Version != "" {
 		if _, err := dataset.Write(source, opts.Initial); err != nil {
+			os.RemoveAll(source)
+			return nil, err
+		}
+	}
+	for _, spec := range opts.Also {
+		if _, err := dataset.Write(source, spec); err != nil {
 			os.RemoveAll(source)
 			return nil, err
 		}

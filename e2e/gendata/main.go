@@ -1,6 +1,7 @@
 // Command gendata writes the generated database that `make up` serves and
-// the e2e scenarios check: Hadoop SequenceFiles, pre-sharded, with values
-// that name their version and key (see spangle/e2e/dataset).
+// the e2e scenarios check: Hadoop SequenceFiles (or, with -sparkey,
+// Sparkey pairs), pre-sharded, with values that name their version and key
+// (see spangle/e2e/dataset).
 package main
 
 import (
@@ -17,12 +18,13 @@ func main() {
 	version := flag.String("version", "v0001", "version name")
 	keys := flag.Int("keys", dataset.DefaultKeys, "number of keys")
 	parts := flag.Int("partitions", dataset.DefaultPartitions, "number of data files (partitions)")
+	spk := flag.Bool("sparkey", false, "write Sparkey pairs (.spl and .spi.sz) instead of SequenceFiles")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	dir, err := dataset.Write(*out, dataset.Spec{DB: *db, Version: *version, Keys: *keys, Partitions: *parts})
+	dir, err := dataset.Write(*out, dataset.Spec{DB: *db, Version: *version, Keys: *keys, Partitions: *parts, Sparkey: *spk})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendata:", err)
 		os.Exit(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"spangle/routerd/config"
@@ -16,7 +17,7 @@ import (
 // [sharding] cluster_name) or the static storaged list. Background work
 // it needs runs through goRun, so that it stops with ctx and Wait waits
 // for it.
-func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
+func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus.Registerer,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
 	if cfg.UseZK() {
 		w, err := zktopo.OpenWatcher(zktopo.Options{
@@ -26,6 +27,7 @@ func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger,
 			SessionTimeout: cfg.ZK.SessionTimeout,
 			ConnectTimeout: cfg.ZK.ConnectTimeout,
 			Logger:         log.Named("discovery"),
+			Registerer:     reg,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)

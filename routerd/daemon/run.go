@@ -88,7 +88,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	w := deps.Watcher
 	if w == nil {
 		var err error
-		w, err = openDiscovery(ctx, cfg, log, r.goRun)
+		w, err = openDiscovery(ctx, cfg, log, reg, r.goRun)
 		if err != nil {
 			return nil, err
 		}

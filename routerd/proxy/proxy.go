@@ -328,6 +328,13 @@ func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, 
 		outcome = health.Ignored
 	case resp.Status >= 500:
 		outcome = health.Failure
+	case resp.Status == http.StatusNotFound && resp.Version == "" && req.Version != "":
+		// A pinned lookup answered "no such db", not "no such key": the
+		// node does not hold the db now (reloading, starting). That is
+		// not the key's absence; it counts as a node without the db,
+		// and Do asks the next replica.
+		resp = &Response{Status: wire.StatusVersionGone}
+		outcome = health.Ignored
 	case resp.Status == http.StatusOK || resp.Status == http.StatusNotFound:
 		if resp.Version != "" && resp.Version != req.Version {
 			// Never pass on another version than the one pinned.

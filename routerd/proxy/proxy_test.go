@@ -55,6 +55,13 @@ func unknownDB(ctx context.Context, req *Request) (*Response, error) {
 	return &Response{Status: 410}, nil
 }
 
+// noSuchDB is a storaged that does not know the db and answers as to an
+// unpinned lookup: 404 without a version (a node reloading or starting
+// as older storaged did). It is not "no such key".
+func noSuchDB(ctx context.Context, req *Request) (*Response, error) {
+	return &Response{Status: 404}, nil
+}
+
 func refused(ctx context.Context, req *Request) (*Response, error) {
 	return nil, errors.New("connection refused")
 }
@@ -151,6 +158,10 @@ func TestDo(t *testing.T) {
 			wantErr: ErrGone, maxElapsed: atOnce},
 		{name: "all 410 without a version is no db", nodes: map[string]behaviour{"a": unknownDB, "b": unknownDB},
 			wantErr: ErrNoDB, maxElapsed: atOnce},
+		{name: "404 without a version is not an answer", nodes: map[string]behaviour{"a": noSuchDB},
+			wantErr: ErrNoDB, maxElapsed: atOnce},
+		{name: "404 without a version fails over", nodes: map[string]behaviour{"a": noSuchDB, "b": ok("b")},
+			wantStatus: 200, wantFrom: "b", maxElapsed: atOnce},
 		{name: "a replica that knows the db makes it gone", nodes: map[string]behaviour{"a": unknownDB, "b": status(410)},
 			wantErr: ErrGone, maxElapsed: atOnce},
 		{name: "all slow is a timeout", nodes: map[string]behaviour{"a": slow(hour, ok("a")), "b": slow(hour, ok("b"))},

@@ -197,6 +197,26 @@ type choice struct {
 // status it wrote; otherwise code is 0. It sets X-Spangle-Pin while a pin
 // holds the db. A request that pins no version never gets 410: routerd
 // chose the version for it.
+// awaited is the version a db without a complete one waits for, which
+// routerd will serve first once it is complete: the version a pin holds
+// the db at or is about to, else the newest the map holds.
+func awaited(st *partmap.State, db string, versions map[string]*topo.Version) string {
+	ps := st.PinOf(db)
+	if ps.Pending != nil && ps.Pending.Version != "" {
+		return ps.Pending.Version
+	}
+	if ps.Pinned != "" {
+		return ps.Pinned
+	}
+	newest := ""
+	for v := range versions {
+		if v > newest {
+			newest = v
+		}
+	}
+	return newest
+}
+
 func (s *Server) chooseVersion(w http.ResponseWriter, r *http.Request, db string) (c choice, code int) {
 	c.st = s.table.Current()
 	versions := c.st.Map.DBs[db]
@@ -213,6 +233,10 @@ func (s *Server) chooseVersion(w http.ResponseWriter, r *http.Request, db string
 		return c, httpError(w, wire.StatusVersionGone, "version not held by any replica")
 	case !c.pinned:
 		if c.version = c.st.Served(db); c.version == "" {
+			// The db exists, so the answer says so (X-Sequins-Version
+			// is set iff the db exists), naming the version it waits
+			// for.
+			w.Header()[wire.HeaderVersion] = []string{awaited(c.st, db, versions)}
 			return c, httpError(w, http.StatusNotFound, "db has no complete version yet")
 		}
 	}

@@ -143,11 +143,14 @@ func (p *Proxy) copyDown(c, up net.Conn, limit int64) {
 		}
 		n, err := up.Read(buf[:want])
 		if n > 0 {
+			// Counted before the client can see them, so a test that
+			// calls AfterBytes once a reply arrived never has that reply
+			// counted towards the new mark.
+			sent += int64(n)
+			p.sent(int64(n))
 			if _, werr := c.Write(buf[:n]); werr != nil {
 				return
 			}
-			sent += int64(n)
-			p.sent(int64(n))
 		}
 		if limit > 0 && sent >= limit {
 			p.cuts.Add(1)

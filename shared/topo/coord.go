@@ -170,7 +170,9 @@ func (p Paths) Assignment(db, version string) string {
 	return p.Assignments() + "/" + db + "/" + version
 }
 
-// CheckAssignment rejects an assignment that cannot be stored.
+// CheckAssignment rejects an assignment that cannot be stored: bad
+// names, no partitions or more than MaxPartitions, more than MaxHolders
+// holders of a partition, or a holder that is no shard id.
 func CheckAssignment(a Assignment) error {
 	if err := CheckVersion(a.DB, a.Version); err != nil {
 		return err
@@ -178,9 +180,25 @@ func CheckAssignment(a Assignment) error {
 	if len(a.Replicas) == 0 {
 		return fmt.Errorf("%w: assignment of %s/%s has no partitions", ErrBadName, a.DB, a.Version)
 	}
+	if len(a.Replicas) > MaxPartitions {
+		return fmt.Errorf("%w: assignment of %s/%s has %d partitions, more than %d", ErrBadName, a.DB, a.Version, len(a.Replicas), MaxPartitions)
+	}
 	if a.Previous != nil && len(a.Previous) != len(a.Replicas) {
 		return fmt.Errorf("%w: assignment of %s/%s has %d previous holder lists for %d partitions",
 			ErrBadName, a.DB, a.Version, len(a.Previous), len(a.Replicas))
+	}
+	for _, lists := range [][][]string{a.Replicas, a.Previous} {
+		for p, hs := range lists {
+			if len(hs) > MaxHolders {
+				return fmt.Errorf("%w: assignment of %s/%s names %d holders of partition %d, more than %d",
+					ErrBadName, a.DB, a.Version, len(hs), p, MaxHolders)
+			}
+			for _, h := range hs {
+				if err := CheckShardID(h); err != nil {
+					return fmt.Errorf("assignment of %s/%s, partition %d: %w", a.DB, a.Version, p, err)
+				}
+			}
+		}
 	}
 	return nil
 }

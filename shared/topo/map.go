@@ -143,8 +143,13 @@ func (b *Builder) AddVersion(db, version string, info VersionInfo) {
 }
 
 // AddReplica records that addr serves a partition. Replicas of partitions
-// beyond the version's count are dropped at Build.
+// beyond the version's count are dropped at Build; a partition not
+// within [0, MaxPartitions) is dropped at once, before anything is
+// allocated for it.
 func (b *Builder) AddReplica(db, version string, partition int, addr string) {
+	if partition < 0 || partition >= MaxPartitions {
+		return
+	}
 	b.init()
 	v := b.version(db, version)
 	for len(v.Replicas) <= partition {
@@ -168,7 +173,8 @@ func (b *Builder) version(db, version string) *Version {
 }
 
 // Build returns the map with revision rev. Versions whose partition count
-// is unknown are left out; replica lists are sorted and deduplicated.
+// is unknown or not within [1, MaxPartitions] are left out; replica
+// lists are sorted and deduplicated.
 func (b *Builder) Build(rev uint64) *Map {
 	b.init()
 	m := b.m
@@ -176,7 +182,7 @@ func (b *Builder) Build(rev uint64) *Map {
 	m.Revision = rev
 	for db, vs := range m.DBs {
 		for name, v := range vs {
-			if v.NumPartitions <= 0 {
+			if CheckVersionInfo(v.VersionInfo) != nil {
 				delete(vs, name)
 				continue
 			}

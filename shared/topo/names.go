@@ -73,15 +73,16 @@ func ReplicaName(partition int, addr string) string {
 	return strconv.Itoa(partition) + "@" + addr
 }
 
-// ParseReplicaName splits <partition>@<addr>.
+// ParseReplicaName splits <partition>@<addr>. The partition is below
+// MaxPartitions.
 func ParseReplicaName(name string) (partition int, addr string, err error) {
 	i := strings.IndexByte(name, '@')
 	if i <= 0 || i == len(name)-1 {
 		return 0, "", fmt.Errorf("%w: replica entry %q is not <partition>@<addr>", ErrBadName, name)
 	}
 	p, err := strconv.Atoi(name[:i])
-	if err != nil || p < 0 {
-		return 0, "", fmt.Errorf("%w: replica entry %q has a bad partition", ErrBadName, name)
+	if err != nil || p < 0 || p >= MaxPartitions {
+		return 0, "", fmt.Errorf("%w: replica entry %q has a partition not within [0, %d)", ErrBadName, name, MaxPartitions)
 	}
 	return p, name[i+1:], nil
 }
@@ -115,8 +116,8 @@ func CheckReplica(db, version string, partition int, addr string) error {
 	if err := CheckVersion(db, version); err != nil {
 		return err
 	}
-	if partition < 0 {
-		return fmt.Errorf("%w: partition %d is negative", ErrBadName, partition)
+	if partition < 0 || partition >= MaxPartitions {
+		return fmt.Errorf("%w: partition %d not within [0, %d)", ErrBadName, partition, MaxPartitions)
 	}
 	return CheckAddr(addr)
 }

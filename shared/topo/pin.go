@@ -12,14 +12,18 @@ func (p Paths) Pins() string { return p.Root() + "/pins" }
 // Pin is pins/<db>.
 func (p Paths) Pin(db string) string { return p.Pins() + "/" + db }
 
-// CheckPin rejects a pin that cannot be stored: a bad db name, or a
-// version that is neither "" (unpinned) nor a valid name.
+// CheckPin rejects a pin that cannot be stored: a bad db name, a
+// version that is neither "" (unpinned) nor a valid name, or a
+// generation above MaxPinGeneration.
 func CheckPin(db string, p Pin) error {
 	if !ValidName(db) {
 		return fmt.Errorf("%w: db %q", ErrBadName, db)
 	}
 	if p.Version != "" && !ValidName(p.Version) {
 		return fmt.Errorf("%w: pinned version %q of %s", ErrBadName, p.Version, db)
+	}
+	if p.Generation > MaxPinGeneration {
+		return fmt.Errorf("%w: pin generation %d of %s above %d", ErrBadName, p.Generation, db, uint64(MaxPinGeneration))
 	}
 	return nil
 }

@@ -86,15 +86,16 @@ type Conn interface {
 	// PublishVersion creates partitions/<db>/<version> holding info if it
 	// does not exist yet (or exists without info), and returns what it
 	// holds: the first writer's info wins. Errors: ErrBadName (also for
-	// info.NumPartitions < 1), ErrUnavailable (the zero info is returned;
-	// the entry is created once the service is back), ErrClosed.
+	// info.NumPartitions not within [1, MaxPartitions]), ErrUnavailable
+	// (the zero info is returned; the entry is created once the service
+	// is back), ErrClosed.
 	PublishVersion(ctx context.Context, db, version string, info VersionInfo) (VersionInfo, error)
 	// PublishPartition publishes the ephemeral
 	// partitions/<db>/<version>/<partition>@<addr>: addr serves it. A
 	// missing version entry is created, holding the info this Conn gave
 	// PublishVersion if any (else none, which a later PublishVersion
-	// fills). Errors: ErrBadName (also for partition < 0),
-	// ErrUnavailable, ErrClosed.
+	// fills). Errors: ErrBadName (also for a partition not within
+	// [0, MaxPartitions)), ErrUnavailable, ErrClosed.
 	PublishPartition(ctx context.Context, db, version string, partition int, addr string) error
 	// UnpublishPartition removes what PublishPartition published. Removing
 	// something absent is not an error. Errors: ErrBadName,

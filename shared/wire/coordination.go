@@ -31,6 +31,10 @@ type CoordinationStatus struct {
 	// published: malformed, unreadable, or naming a version the source
 	// does not hold. The pins in force are in the cluster map's pins.
 	PinErrors map[string]string `json:"pin_errors,omitempty"`
+	// RoundError (on the leader) says why its rounds decide nothing, and
+	// RoundErrorSince since when; "" while they succeed.
+	RoundError      string    `json:"round_error,omitempty"`
+	RoundErrorSince time.Time `json:"round_error_since,omitzero"`
 }
 
 // AssignmentProgress is one assignment in progress.

@@ -34,6 +34,11 @@ const (
 	StateActive   = "ACTIVE"
 	StateRemoving = "REMOVING"
 	StateError    = "ERROR"
+	// StateSettling (storaged, not a sequins state) is a version seen in
+	// the source whose files have not yet stayed unchanged for the
+	// settle time: it is not loaded yet, and says so rather than being
+	// absent or taken for one building.
+	StateSettling = "SETTLING"
 )
 
 // Reserved paths. A db cannot be named healthz or metrics with a key-less

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"spangle/shared/placement"
@@ -79,6 +80,10 @@ type Options struct {
 	// passes its refresh_period (its 0 as negative), so markers are read
 	// as often as the nodes scan the source, not every second per db.
 	PinPeriod time.Duration
+	// Registerer receives the coordinator's metrics
+	// (spangle_storaged_leader_rounds_failed_total,
+	// spangle_storaged_leader_failing); nil registers nowhere.
+	Registerer prometheus.Registerer
 	// Log defaults to no logging.
 	Log *zap.Logger
 	// Now defaults to time.Now.
@@ -92,8 +97,9 @@ type Options struct {
 // superseded and unserved for PruneAfter. Every node answers ELECT (it
 // is an http.Handler for ElectPrefix). It is safe for concurrent use.
 type Coordinator struct {
-	opts Options
-	log  *zap.Logger
+	opts    Options
+	log     *zap.Logger
+	metrics *metrics
 
 	mu     sync.Mutex
 	status Status // guarded by mu
@@ -161,7 +167,11 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Coordinator{opts: opts, log: opts.Log}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{opts: opts, log: opts.Log, metrics: m}
 	if opts.PartitionState == nil {
 		c.opts.PartitionState = c.mapState
 	}
@@ -234,15 +244,24 @@ func (c *Coordinator) lead(ctx context.Context, l topo.Leadership) {
 	tk := time.NewTicker(c.opts.Interval)
 	defer tk.Stop()
 	last := "" // the last round's error, logged once
+	defer c.setRoundError(nil)
 	for {
 		err := c.round(lctx, l, lt)
 		switch {
 		case err == nil:
 			last = ""
+			c.setRoundError(nil)
 		case lctx.Err() != nil:
-		case err.Error() != last:
-			last = err.Error()
-			c.log.Info("leader round ended without a decision; trying again each round", zap.Error(err))
+		default:
+			// A leader that cannot decide leaves the cluster without
+			// re-replication, rebalancing or new pins: an operator must
+			// hear of it (the log, the status page, the metrics).
+			c.metrics.roundsFailed.Inc()
+			c.setRoundError(err)
+			if err.Error() != last {
+				last = err.Error()
+				c.log.Warn("leader round ended without a decision; trying again each round", zap.Error(err))
+			}
 		}
 		select {
 		case <-lctx.Done():

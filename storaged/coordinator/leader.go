@@ -48,26 +48,28 @@ type change struct {
 
 // round looks at the cluster once and commits what needs to change.
 func (c *Coordinator) round(ctx context.Context, l topo.Leadership, st *leaderState) error {
-	ring, err := c.opts.Coord.Ring(ctx)
-	if err != nil {
-		return err
-	}
-	last, err := c.opts.Coord.LastDecision(ctx)
-	if err != nil {
-		return err
-	}
-	as, err := c.opts.Coord.Assignments(ctx)
-	if err != nil {
-		return err
-	}
 	m := c.opts.Conn.Map()
 	now := c.opts.Now()
+	// Pins come first: they need nothing of the decision, so a round
+	// that cannot decide still publishes them.
 	if c.pinsDue(now) {
 		if err := c.publishPins(ctx, l, m); err != nil {
 			// Not the round's business either: tried again next round.
 			c.RefreshPins()
-			c.log.Info("publishing pins failed; trying again next round", zap.Error(err))
+			c.log.Warn("publishing pins failed; trying again next round", zap.Error(err))
 		}
+	}
+	ring, err := c.opts.Coord.Ring(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: reading the ring: %w", err)
+	}
+	last, err := c.opts.Coord.LastDecision(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: reading the last decision: %w", err)
+	}
+	as, err := c.opts.Coord.Assignments(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: reading the assignments: %w", err)
 	}
 	live := ring.ShardIDs()
 	for _, id := range live {
@@ -108,7 +110,7 @@ func (c *Coordinator) round(ctx context.Context, l topo.Leadership, st *leaderSt
 	}
 	d, err := c.opts.Coord.Commit(ctx, topo.Fence{Token: l.Token(), Ring: ring, Epoch: last.Epoch}, c.opts.Self.Addr, next)
 	if err != nil {
-		return err
+		return fmt.Errorf("coordinator: committing: %w", err)
 	}
 	for _, ch := range changes {
 		c.log.Info("assignment committed", zap.String("db", ch.next.DB), zap.String("version", ch.next.Version),

@@ -62,6 +62,17 @@ func (c *Coordinator) publishPins(ctx context.Context, l topo.Leadership, m *top
 			if old := c.pinStatus(db); old.Error != st.Error {
 				c.log.Error("pin marker not published; what is served stays", zap.String("db", db), zap.Error(err))
 			}
+		case want != cur.Version && cur.Generation >= topo.MaxPinGeneration:
+			// Refused rather than wrapped: every node and router follows
+			// only a greater generation, so a step to 0 (or any restart
+			// of the sequence) would be ignored by all of them. Nothing
+			// reaches this by pinning; only a hand-written pins/<db>.
+			st.Error = fmt.Sprintf("coordinator: the pin generation of %s is at its maximum (%d): no further pin can be "+
+				"published; what is served stays (docs/design.md says how to start the sequence again)", db, cur.Generation)
+			if old := c.pinStatus(db); old.Error != st.Error {
+				c.log.Warn("pin marker not published; what is served stays", zap.String("db", db),
+					zap.Uint64("generation", cur.Generation), zap.String("wanted", want))
+			}
 		case want != cur.Version:
 			next := topo.Pin{Version: want, Generation: cur.Generation + 1}
 			if err := c.opts.Coord.SetPin(ctx, l.Token(), db, next); err != nil {

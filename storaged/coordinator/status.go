@@ -28,6 +28,28 @@ type Status struct {
 	// Pins is, on the leader, what it read of each db's _PIN marker and
 	// published.
 	Pins map[string]PinStatus `json:"pins,omitempty"`
+	// RoundError is, on the leader, why its last round decided nothing
+	// (it tries again each round), and RoundErrorSince when its rounds
+	// began to fail; "" while they succeed.
+	RoundError      string    `json:"round_error,omitempty"`
+	RoundErrorSince time.Time `json:"round_error_since,omitzero"`
+}
+
+// setRoundError records the leader's last round's outcome: err nil
+// when it succeeded (or the node no longer leads).
+func (c *Coordinator) setRoundError(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.status.RoundError, c.status.RoundErrorSince = "", time.Time{}
+		c.metrics.failing.Set(0)
+		return
+	}
+	if c.status.RoundError == "" {
+		c.status.RoundErrorSince = c.opts.Now().UTC()
+	}
+	c.status.RoundError = err.Error()
+	c.metrics.failing.Set(1)
 }
 
 // Progress is an assignment in progress.
@@ -171,6 +193,7 @@ func (c *Coordinator) WireStatus() *wire.CoordinationStatus {
 		RingVersion: s.RingVersion, Nodes: s.Nodes,
 		Epoch: s.Decision.Epoch, LastDecision: s.Decision.Time, DecidedBy: s.Decision.Leader,
 		Strategy: s.Strategy, Quorum: string(s.Quorum), RereplicateAfter: s.RereplicateAfter,
+		RoundError: s.RoundError, RoundErrorSince: s.RoundErrorSince,
 	}
 	for _, p := range s.InProgress {
 		w.InProgress = append(w.InProgress, wire.AssignmentProgress{DB: p.DB, Version: p.Version, Pending: p.Pending})

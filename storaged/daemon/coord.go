@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"spangle/shared/placement"
@@ -20,7 +21,7 @@ import (
 
 // newCoordinator makes the node's coordinator when conn offers leader
 // election and fenced decisions (ZooKeeper and memtopo do); nil else.
-func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src source.Source, log *zap.Logger) (*coordinator.Coordinator, topo.Coordination, error) {
+func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src source.Source, reg prometheus.Registerer, log *zap.Logger) (*coordinator.Coordinator, topo.Coordination, error) {
 	co, ok := conn.(topo.Coordination)
 	if !ok {
 		log.Info("the coordination service offers no leader election; no re-replication")
@@ -39,6 +40,7 @@ func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src sourc
 		Conn: conn, Coord: co, Self: node, Strategy: st, Replication: s.Replication,
 		RereplicateAfter: offIfZero(s.RereplicateAfter), MinReplication: s.MinReplication,
 		PruneAfter: offIfZero(s.PruneAfter), Quorum: q, Source: src, PinPeriod: offIfZero(cfg.RefreshPeriod), Log: log.Named("coordinator"),
+		Registerer: reg,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)

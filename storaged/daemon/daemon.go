@@ -122,12 +122,12 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if cfg.ClusterMode() {
 		mode = "cluster"
 		if conn == nil {
-			if conn, err = dialZK(cfg, log); err != nil {
+			if conn, err = dialZK(cfg, log, reg); err != nil {
 				return nil, err
 			}
 		}
 		s := cfg.Sharding
-		if coord, co, err = newCoordinator(cfg, conn, node, src, log); err != nil {
+		if coord, co, err = newCoordinator(cfg, conn, node, src, reg, log); err != nil {
 			return nil, err
 		}
 		copts := cluster.Options{

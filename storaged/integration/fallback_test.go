@@ -121,8 +121,8 @@ func TestHalfCopiedVersion(t *testing.T) {
 		copyParts(root, half...)
 		n.refresh()
 		time.Sleep(500 * time.Millisecond)
-		if st := n.state(testDB, "v1"); st != "" {
-			t.Fatalf("v1 is %s half a second after half of it was copied; want it not loaded before it settles", st)
+		if st := n.state(testDB, "v1"); st != wire.StateSettling {
+			t.Fatalf("v1 is %q half a second after half of it was copied; want it SETTLING, not loaded before it settles", st)
 		}
 		copyParts(root, rest...)
 		n.refresh()

@@ -36,6 +36,19 @@ func benchSource(b *testing.B, sharded bool) (source.Source, []source.File) {
 	return src, files
 }
 
+func benchSparkeySource(b *testing.B) (source.Source, []source.File) {
+	root := testutil.BenchSparkeyDataset(b, benchRecords, benchFiles)
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := src.Files(context.Background(), "bench", "1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return src, files
+}
+
 func reportRSS(b *testing.B) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -86,15 +99,21 @@ func BenchmarkDecode1M(b *testing.B) {
 
 // BenchmarkLoad1M loads the whole version into partition databases:
 // pre-sharded files (the fast path) and files in random order (the
-// general path), with and without fsync.
+// general path), with and without fsync, and the same keys as Sparkey
+// pairs with Snappy blocks.
 func BenchmarkLoad1M(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		sharded bool
 		noSync  bool
-	}{{"sharded", true, false}, {"sharded-nosync", true, true}, {"unsharded", false, false}} {
+		sparkey bool
+	}{{"sharded", true, false, false}, {"sharded-nosync", true, true, false}, {"unsharded", false, false, false},
+		{"sparkey", true, false, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			src, files := benchSource(b, c.sharded)
+			if c.sparkey {
+				src, files = benchSparkeySource(b)
+			}
 			out := b.TempDir()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/hashring"
-	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/storaged/table"
 )
@@ -27,6 +26,10 @@ var ErrNoFiles = errors.New("loader: version has no data files")
 // the source's own sentinels (source.ErrUnavailable, source.ErrChanged)
 // and errors in the data seqfile's (seqfile.ErrCorrupt and the rest).
 var ErrLocal = errors.New("loader: writing the local store failed")
+
+// ErrWrongPartition is returned when a file that holds one partition
+// (a Sparkey log, by its name) holds a key of another: bad data.
+var ErrWrongPartition = errors.New("loader: key in the wrong partition")
 
 // localErr marks err, from the table package, as ErrLocal.
 func localErr(err error) error { return fmt.Errorf("%w: %w", ErrLocal, err) }
@@ -46,13 +49,16 @@ type Options struct {
 	Build table.BuildOptions
 	// Log receives progress; default no logging.
 	Log *zap.Logger
+	// Formats are the input formats known; default DefaultFormats().
+	Formats []Format
 }
 
 // Request names what to load.
 type Request struct {
 	Source      source.Source
 	DB, Version string
-	// Files are the version's data files; N = len(Files).
+	// Files are the version's data files, all of one format, which says
+	// N (see Detect).
 	Files []source.File
 	// Held lists the partitions to build; nil means all N.
 	Held []int
@@ -63,7 +69,8 @@ type Request struct {
 // Result says what a load did.
 type Result struct {
 	Records int64
-	// FastFiles counts files loaded wholly by the fast path.
+	// FastFiles counts units (files, or Sparkey pairs) loaded wholly by
+	// the fast path.
 	FastFiles int
 	// Runs counts the sorted runs written.
 	Runs int64
@@ -96,6 +103,8 @@ type loadState struct {
 	ctx      context.Context
 	req      Request
 	opts     Options
+	layout   Layout
+	in       Input
 	n        int
 	builders []*table.PartitionBuilder // by partition; nil if not held
 	buffers  []*buffer                 // by partition; nil if not held
@@ -111,10 +120,14 @@ type loadState struct {
 // disk (Result.Sync); on error the caller discards the partially written
 // directories.
 func Load(ctx context.Context, req Request, opts Options) (Result, error) {
-	n := len(req.Files)
-	if n == 0 {
+	if len(req.Files) == 0 {
 		return Result{}, fmt.Errorf("%w: %s/%s", ErrNoFiles, req.DB, req.Version)
 	}
+	layout, err := Detect(req.Files, opts.Formats)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w (%s/%s)", err, req.DB, req.Version)
+	}
+	n := layout.Partitions
 	if opts.Parallel <= 0 {
 		opts.Parallel = runtime.GOMAXPROCS(0)
 	}
@@ -131,7 +144,8 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 			held[i] = i
 		}
 	}
-	st := &loadState{ctx: ctx, req: req, opts: opts, n: n,
+	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, layout: layout,
+		in:       Input{src: req.Source, db: req.DB, version: req.Version},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n)}
 	for _, p := range held {
 		if p < 0 || p >= n {
@@ -164,12 +178,13 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	return res, nil
 }
 
-// readFiles reads every file, opts.Parallel at a time, and returns the
-// first error (the other readers stop soon after).
+// readFiles reads every unit, opts.Parallel at a time, and returns the
+// first error (the other readers stop soon after). A unit that holds one
+// partition only is skipped when that partition is not held.
 func (st *loadState) readFiles() error {
 	ctx, cancel := context.WithCancel(st.ctx)
 	defer cancel()
-	files := make(chan source.File)
+	files := make(chan Unit)
 	errc := make(chan error, st.opts.Parallel)
 	var wg sync.WaitGroup
 	for i := 0; i < st.opts.Parallel; i++ {
@@ -187,7 +202,10 @@ func (st *loadState) readFiles() error {
 	}
 	var err error
 feed:
-	for _, f := range st.req.Files {
+	for _, f := range st.layout.Units {
+		if f.Partition >= 0 && st.builders[f.Partition] == nil {
+			continue
+		}
 		select {
 		case files <- f:
 		case <-ctx.Done():
@@ -207,7 +225,7 @@ feed:
 	return nil
 }
 
-func (st *loadState) readFileLimited(ctx context.Context, f source.File) error {
+func (st *loadState) readFileLimited(ctx context.Context, f Unit) error {
 	if st.opts.Limit != nil {
 		select {
 		case st.opts.Limit <- struct{}{}:
@@ -219,19 +237,14 @@ func (st *loadState) readFileLimited(ctx context.Context, f source.File) error {
 	return st.readFile(ctx, f)
 }
 
-// readFile loads one file: the fast path while it holds, then the general
-// path.
-func (st *loadState) readFile(ctx context.Context, f source.File) error {
-	rc, err := st.req.Source.Open(ctx, st.req.DB, st.req.Version, f.Name)
+// readFile loads one unit: the fast path while it holds, then the
+// general path.
+func (st *loadState) readFile(ctx context.Context, u Unit) error {
+	r, err := st.layout.Format.Open(ctx, u, st.in)
 	if err != nil {
-		return fmt.Errorf("loader: opening %s/%s/%s: %w", st.req.DB, st.req.Version, f.Name, err)
+		return err
 	}
-	defer rc.Close()
-	name := st.req.DB + "/" + st.req.Version + "/" + f.Name
-	r, err := seqfile.NewReader(rc, name)
-	if err != nil {
-		return fmt.Errorf("loader: %w", err)
-	}
+	defer r.Close()
 	var (
 		run   *table.RunWriter
 		runP  = -1
@@ -251,6 +264,10 @@ func (st *loadState) readFile(ctx context.Context, f source.File) error {
 		}
 		key, val := r.Key(), r.Value()
 		p := hashring.Partition(key, st.n)
+		if u.Partition >= 0 && p != u.Partition {
+			return fmt.Errorf("%w: %s: the key at byte %d belongs to partition %d of %d, the file is of partition %d",
+				ErrWrongPartition, st.in.Path(u.Files[0]), r.Offset(), p, st.n, u.Partition)
+		}
 		if fast {
 			if runP < 0 && st.builders[p] != nil {
 				if run, err = st.builders[p].NewRun(); err != nil {

@@ -37,9 +37,13 @@ func load(t *testing.T, root, db, version string, held []int, opts Options) (Res
 	if err != nil {
 		return res, nil, err
 	}
-	parts := make([]*table.Partition, len(files))
+	n, err := NumPartitions(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := make([]*table.Partition, n)
 	if held == nil {
-		for p := range files {
+		for p := range n {
 			held = append(held, p)
 		}
 	}
@@ -205,4 +209,17 @@ func TestCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled load: %v", err)
 	}
+}
+
+func openVersion(t *testing.T, root string) (source.Source, []source.File) {
+	t.Helper()
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := src.Files(context.Background(), "db", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, files
 }

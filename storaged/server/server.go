@@ -25,6 +25,10 @@ import (
 type Versions interface {
 	Acquire(db, pinned string) (*versions.Version, error)
 	CurrentVersion(db string) string
+	// Ready reports whether the versions the local store held complete
+	// at the start answer; until then a lookup that finds no version
+	// answers 503 with Retry-After, not 404 or 410.
+	Ready() bool
 	Health() map[string]map[string]wire.Health
 	Status(db string) map[string]wire.DBStatus
 }
@@ -247,6 +251,11 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, db string) (v *
 	switch {
 	case err == nil:
 		return v, 0
+	case !s.opts.Versions.Ready():
+		// Restarting: what the local store holds is still being
+		// opened, and a 404 would tell readers the db does not exist.
+		w.Header()["Retry-After"] = s.retryAfter
+		return nil, httpError(w, r, wire.StatusUnavailable, "starting: local versions still opening")
 	case errors.Is(err, versions.ErrVersionNotHeld):
 		// The header tells a router whether this node knows the db at
 		// all: without it, the db is gone here.

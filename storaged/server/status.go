@@ -157,7 +157,8 @@ td,th{border:1px solid #ccc;padding:.3em .7em;text-align:left;vertical-align:top
 Strategy {{.Strategy}}, quorum {{.Quorum}}, re-replication after {{.RereplicateAfter}}.</p>
 {{if .InProgress}}<table><tr><th>assignment in progress</th><th>copies to fetch</th></tr>
 {{range .InProgress}}<tr><td>{{.DB}}/{{.Version}}</td><td>{{.Pending}}</td></tr>
-{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{range $db, $e := .PinErrors}}<p><b>{{$db}}/_PIN not published:</b> {{$e}}</p>
+{{end}}</table>{{else}}<p>No assignment in progress.</p>{{end}}{{if .RoundError}}<p><b>The leader cannot decide</b> (since {{.RoundErrorSince.Format "2006-01-02 15:04:05 MST"}}): {{.RoundError}}</p>
+{{end}}{{range $db, $e := .PinErrors}}<p><b>{{$db}}/_PIN not published:</b> {{$e}}</p>
 {{end}}{{end}}
 <p><a href="/healthz">healthz</a> · <a href="/metrics">metrics</a></p>
 </body></html>

@@ -33,7 +33,8 @@ var ErrNoManifest = errors.New("store: no manifest")
 type Manifest struct {
 	DB      string `json:"db"`
 	Version string `json:"version"`
-	// NumPartitions is the version's partition count (its file count).
+	// NumPartitions is the version's partition count, which its files'
+	// input format says (see loader.NumPartitions).
 	NumPartitions int `json:"num_partitions"`
 	// Partitions lists the partitions built here, ascending.
 	Partitions []int `json:"partitions"`
@@ -50,7 +51,7 @@ type Manifest struct {
 // Matches reports whether a complete local version built from m can serve
 // a source version listing files, for the partitions in want.
 func (m Manifest) Matches(files []source.File, want []int) bool {
-	if !m.Complete || len(files) != len(m.Files) || m.NumPartitions != len(files) {
+	if !m.Complete || len(files) != len(m.Files) {
 		return false
 	}
 	for i, f := range files {
@@ -113,6 +114,75 @@ func (s *Store) VersionDir(db, version string) string {
 	return filepath.Join(s.root, db, version)
 }
 
+// RebuildDir is where a new copy of a served version is built while the
+// copy in VersionDir keeps serving; SwapRebuilt moves it in place. Its
+// name starts with '.', which no version can: List, and so the clean-up
+// of unknown versions, never takes it for one.
+func (s *Store) RebuildDir(db, version string) string {
+	return filepath.Join(s.root, db, "."+version+".rebuild")
+}
+
+// retiredDir is where SwapRebuilt puts the copy it replaces, until
+// RemoveRetired deletes it.
+func (s *Store) retiredDir(db, version string) string {
+	return filepath.Join(s.root, db, "."+version+".retired")
+}
+
+// RebuildPartitionDir is where partition p of a version's rebuild lives.
+func (s *Store) RebuildPartitionDir(db, version string, p int) string {
+	return filepath.Join(s.RebuildDir(db, version), "p-"+strconv.Itoa(p))
+}
+
+// SwapRebuilt puts a version's rebuilt copy (RebuildDir, its manifest
+// complete) in the place of the copy it replaces, which is set aside
+// until RemoveRetired. Open files of the replaced copy stay readable. A
+// crash between the two renames leaves no copy in place: the version is
+// built again after a restart.
+func (s *Store) SwapRebuilt(db, version string) error {
+	if err := checkNames(db, version); err != nil {
+		return err
+	}
+	cur, retired := s.VersionDir(db, version), s.retiredDir(db, version)
+	if err := os.RemoveAll(retired); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := os.Rename(cur, retired); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: setting %s/%s aside: %w", db, version, err)
+	}
+	if err := os.Rename(s.RebuildDir(db, version), cur); err != nil {
+		if rerr := os.Rename(retired, cur); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("store: putting the rebuilt %s/%s in place: %w", db, version, err)
+	}
+	if err := fsync.Path(filepath.Join(s.root, db)); err != nil {
+		return fmt.Errorf("store: syncing %s: %w", db, err)
+	}
+	return nil
+}
+
+// RemoveRetired deletes the copy of a version that SwapRebuilt replaced.
+func (s *Store) RemoveRetired(db, version string) error {
+	if err := checkNames(db, version); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.retiredDir(db, version)); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// RemoveRebuild deletes a version's rebuild, finished or not.
+func (s *Store) RemoveRebuild(db, version string) error {
+	if err := checkNames(db, version); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.RebuildDir(db, version)); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
 // PartitionDir is where partition p of a version lives.
 func (s *Store) PartitionDir(db, version string, p int) string {
 	return filepath.Join(s.root, db, version, "p-"+strconv.Itoa(p))
@@ -148,7 +218,19 @@ func (s *Store) WriteManifest(m Manifest) error {
 	if err := checkNames(m.DB, m.Version); err != nil {
 		return err
 	}
-	dir := s.VersionDir(m.DB, m.Version)
+	return s.writeManifest(s.VersionDir(m.DB, m.Version), m)
+}
+
+// WriteRebuildManifest writes m, as WriteManifest does, into the rebuild
+// directory of its version (RebuildDir).
+func (s *Store) WriteRebuildManifest(m Manifest) error {
+	if err := checkNames(m.DB, m.Version); err != nil {
+		return err
+	}
+	return s.writeManifest(s.RebuildDir(m.DB, m.Version), m)
+}
+
+func (s *Store) writeManifest(dir string, m Manifest) error {
 	s.dirs.Lock()
 	err := os.MkdirAll(dir, 0o755)
 	s.dirs.Unlock()
@@ -215,13 +297,16 @@ func (s *Store) List() (map[string][]string, error) {
 	return out, nil
 }
 
-// Remove deletes a version from disk, and its db's dir once empty.
+// Remove deletes a version from disk, with its rebuild and the copy a
+// rebuild replaced if any, and its db's dir once empty.
 func (s *Store) Remove(db, version string) error {
 	if err := checkNames(db, version); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(s.VersionDir(db, version)); err != nil {
-		return fmt.Errorf("store: removing %s/%s: %w", db, version, err)
+	for _, dir := range []string{s.VersionDir(db, version), s.RebuildDir(db, version), s.retiredDir(db, version)} {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("store: removing %s/%s: %w", db, version, err)
+		}
 	}
 	s.dirs.Lock()
 	defer s.dirs.Unlock()

@@ -42,14 +42,17 @@ func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []so
 func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	defer close(vs.durable)
 	start := time.Now()
-	n := len(vs.files)
 	var (
 		held    []int
 		v       *Version
 		pending *pendingBuild
-		err     error
 	)
-	if m.opts.Hooks.Held != nil {
+	// The input format of the files says N (a version mixing formats
+	// fails here).
+	n, err := loader.NumPartitions(vs.files)
+	if err != nil {
+		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
+	} else if m.opts.Hooks.Held != nil {
 		m.setReason(vs, reasonWaitingForCluster)
 		held, err = m.opts.Hooks.Held(ctx, db, vs.name, n)
 		m.setReason(vs, "")
@@ -197,8 +200,12 @@ func (m *Manager) setReason(vs *vstate, reason string) {
 // source.
 func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int) (v *Version, pending *pendingBuild, err error) {
 	st := m.opts.Store
-	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) {
-		v, err := m.open(db, name, len(files), man.Created, held)
+	n, err := loader.NumPartitions(files)
+	if err != nil {
+		return nil, nil, fmt.Errorf("versions: %s/%s: %w", db, name, err)
+	}
+	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) && man.NumPartitions == n {
+		v, err := m.open(db, name, n, man.Created, held)
 		if err == nil {
 			return v, nil, nil
 		}
@@ -214,7 +221,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 			created = f.ModTime
 		}
 	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files, Created: created}
+	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files, Created: created}
 	if err := st.WriteManifest(man); err != nil {
 		return nil, nil, localErr(err)
 	}
@@ -236,7 +243,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 		}
 		m.metrics.records.Add(float64(res.Records))
 	}
-	if v, err = m.open(db, name, len(files), created, held); err != nil {
+	if v, err = m.open(db, name, n, created, held); err != nil {
 		return nil, nil, localErr(err)
 	}
 	return v, &pendingBuild{res: res, man: man}, nil
@@ -252,6 +259,11 @@ func localErr(err error) error {
 // open opens the held partitions of a version, two at a time per CPU (an
 // open reads each table's index and filter).
 func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
+	return m.openIn(func(p int) string { return m.opts.Store.PartitionDir(db, name, p) }, db, name, n, created, held)
+}
+
+// openIn is open with the partitions in dir(p).
+func (m *Manager) openIn(dir func(p int) string, db, name string, n int, created time.Time, held []int) (*Version, error) {
 	parts := make([]*table.Partition, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
@@ -261,7 +273,7 @@ func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			parts[p], errs[p] = table.OpenPartition(m.opts.Store.PartitionDir(db, name, p), m.opts.Cache)
+			parts[p], errs[p] = table.OpenPartition(dir(p), m.opts.Cache)
 		}()
 	}
 	wg.Wait()
@@ -286,9 +298,13 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 	if d.current == vs.name {
 		d.current = ""
 	}
+	rb := m.stopRebuildLocked(vs)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		if rb != nil {
+			<-rb.done // it writes beside the version's files
+		}
 		if f := m.opts.Hooks.BeforeRemove; f != nil {
 			f(db, vs.name, vs.v.Held())
 		}

@@ -14,6 +14,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/topo"
+	"spangle/shared/wire"
 	"spangle/storaged/loader"
 	"spangle/storaged/store"
 	"spangle/storaged/table"
@@ -78,9 +79,11 @@ type Options struct {
 	Retention time.Duration
 	// RefreshPeriod re-scans the source periodically; 0 only on Refresh.
 	RefreshPeriod time.Duration
-	// SettleTime is how long a version's files must have been unchanged
-	// (sizes and modification times) before it is loaded, unless it holds
-	// _SUCCESS; 0 loads a version as soon as it is listed.
+	// SettleTime is how long this node must have seen a version's files
+	// unchanged (names, sizes and modification times), from when it first
+	// saw them, before it loads the version, unless it holds _SUCCESS or
+	// the local store holds it complete; 0 loads a version as soon as it
+	// is listed.
 	SettleTime time.Duration
 	// FallbackAfter (with Hooks.Gated) is how long the newest version may
 	// wait for the cluster, loaded, while nothing of its db is active,
@@ -139,6 +142,8 @@ type Manager struct {
 	source   sourceHealth   // the last listing's outcome
 
 	forceRetry bool // the scan under way was asked for by Refresh (retry.go)
+
+	start startup // what the first scan reopens (startup.go)
 }
 
 // New returns a Manager; Run starts it.
@@ -199,6 +204,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.runRepairs(ctx)
 	}()
 	m.Scan(ctx)
+	m.startupScanned()
 	var tick <-chan time.Time
 	if m.opts.RefreshPeriod > 0 {
 		t := time.NewTicker(m.opts.RefreshPeriod)
@@ -371,8 +377,26 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 	case vs.phase.leaving():
 		vs.reload = true // loaded again once it is gone
 		return
+	case !sameFiles(vs.files, c.files) && vs.phase.servable():
+		m.rebuildLocked(db, vs, c.files) // rebuild.go
+		if vs.phase == superseded {
+			// The source went back to it: its loaded copy serves until
+			// the rebuilt one replaces it.
+			m.activateLocked(db, d, vs)
+		}
+		return
+	case vs.phase.servable() && (vs.rebuild != nil || vs.rebuildFailed != nil):
+		// The files went back to the ones it serves.
+		m.stopRebuildLocked(vs)
+		if vs.rebuildFailed != nil {
+			vs.rebuildFailed, vs.reason = nil, ""
+		}
+		if vs.phase == superseded {
+			m.activateLocked(db, d, vs)
+		}
+		return
 	case !sameFiles(vs.files, c.files):
-		m.log.Warn("version's files changed since it was loaded; loading it again",
+		m.log.Warn("version's files changed while it was loading; loading it again",
 			zap.String("db", db), zap.String("version", c.name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.files)))
 		m.metrics.reloads.Inc()
 		vs.reload = true
@@ -391,6 +415,9 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 		return
 	}
 	m.startLoadLocked(db, d, c.name, c.files)
+	if c.local {
+		m.trackStartupLocked(d.versions[c.name])
+	}
 }
 
 func sameFiles(a, b []source.File) bool {
@@ -478,6 +505,11 @@ func (m *Manager) publishLocked() {
 			counts[healthState(vs.phase)]++
 			if vs.phase.servable() || vs.phase == retiring { // pinned requests still find it
 				dv.byName[name] = vs.v
+			}
+		}
+		for name, w := range d.watch {
+			if d.versions[name] == nil && m.settlingLocked(w) != "" {
+				counts[wire.StateSettling]++
 			}
 		}
 		if cur := d.versions[d.current]; cur != nil && cur.phase == active {

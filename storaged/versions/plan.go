@@ -3,6 +3,7 @@ package versions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -71,8 +72,13 @@ func (m *Manager) planDB(ctx context.Context, db string, versions, walk []string
 		if broken && sameFiles(heldFiles, files) {
 			continue // retried once its files change, or after a transient error (retry.go)
 		}
-		if !m.settled(ctx, db, name, files, now) {
-			seen[name] = true
+		// Held from these files: they settled before.
+		ready := held && sameFiles(heldFiles, files)
+		if !ready {
+			seen[name] = true // its watch lasts while scans reach it
+			ready = m.settled(ctx, db, name, files, now)
+		}
+		if !ready {
 			if held {
 				// Loaded before its files changed again: it stays as it
 				// is until they are stable.
@@ -113,27 +119,22 @@ func (m *Manager) known(db, name string) (held bool, files []source.File, broken
 }
 
 // settled reports whether a version's files are done being written, so
-// that it may be loaded: it holds _SUCCESS, or no file was modified in
-// the last SettleTime (by their modification times, or, when those are
-// recent or from a clock ahead of ours, by the same sizes and times seen
-// over SettleTime of scans). An unsettled version gets a re-scan once it
-// may have settled.
+// that it may be loaded: it holds _SUCCESS, or the local store holds a
+// complete copy built from these very files, or this node has seen the
+// same file list with the same sizes and times for SettleTime, counted
+// from when it first saw them. File times alone prove nothing: a copy
+// that keeps them (rsync -a, cp -p) writes old times on new files, one
+// file at a time. An unsettled version gets a re-scan once it may have
+// settled; it shows as SETTLING meanwhile (Health).
 func (m *Manager) settled(ctx context.Context, db, name string, files []source.File, now time.Time) bool {
 	settle := m.opts.SettleTime
 	if settle <= 0 {
 		return true
 	}
-	quiet := true
-	for _, f := range files {
-		if now.Sub(f.ModTime) < settle {
-			quiet = false
-			break
-		}
-	}
-	if quiet {
+	if ok, err := m.opts.Source.Succeeded(ctx, db, name); err == nil && ok {
 		return true
 	}
-	if ok, err := m.opts.Source.Succeeded(ctx, db, name); err == nil && ok {
+	if man, err := m.opts.Store.ReadManifest(db, name); err == nil && man.Matches(files, nil) {
 		return true
 	}
 	m.mu.Lock()
@@ -153,6 +154,18 @@ func (m *Manager) settled(ctx context.Context, db, name string, files []source.F
 	}
 	m.rescanLocked(w.since.Add(settle).Sub(now))
 	return false
+}
+
+// settlingLocked says why a watched version is not loaded yet: how many
+// files this node saw, unchanged since when, and how long they must stay
+// so; "" once they have settled.
+func (m *Manager) settlingLocked(w *watched) string {
+	left := w.since.Add(m.opts.SettleTime).Sub(m.opts.Now())
+	if left <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("waiting for its files to settle: %d data files unchanged since %s; loaded once unchanged for %s (settle_time), or at once with _SUCCESS",
+		len(w.files), w.since.UTC().Format(time.RFC3339), m.opts.SettleTime)
 }
 
 // pruneWatched forgets the watched versions of db not in keep.

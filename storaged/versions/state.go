@@ -178,11 +178,17 @@ type vstate struct {
 	// or the source went back to it); a scan runs again once it is gone,
 	// to load it anew. It is not a phase: it rides along whichever of
 	// cancelling, retiring and removing the version is in.
-	reload    bool
-	started   time.Time
-	loadTook  time.Duration // how long building took; 0 when reused
-	loadedAt  time.Time     // when it was loaded
-	activated time.Time     // when it last became the current version
+	reload bool
+	// rebuild: its source files changed after it became servable, and it
+	// is being built again beside the copy that serves (rebuild.go);
+	// rebuildFailed: the files a rebuild failed with, not tried again
+	// until they change or a refresh asks.
+	rebuild       *rebuilding
+	rebuildFailed []source.File
+	started       time.Time
+	loadTook      time.Duration // how long building took; 0 when reused
+	loadedAt      time.Time     // when it was loaded
+	activated     time.Time     // when it last became the current version
 	// durable is closed once the version's load is over, its files
 	// synced and its manifest written; only then may it be deleted.
 	durable chan struct{}

@@ -7,6 +7,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/wire"
+	"spangle/storaged/loader"
 )
 
 // healthState names a phase as /healthz does. A loaded version waiting for
@@ -42,6 +43,18 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			}
 			vs[name] = h
 		}
+		for name, w := range d.watch {
+			why := m.settlingLocked(w)
+			if why == "" {
+				continue
+			}
+			if h, ok := vs[name]; ok {
+				h.Reason = joinReasons(h.Reason, "its source files changed; "+why)
+				vs[name] = h
+			} else {
+				vs[name] = wire.Health{State: wire.StateSettling, Reason: why}
+			}
+		}
 		if _, _, why := m.pinStatusLocked(d); why != "" {
 			// A marker not followed is an error of the db, shown under
 			// the marker's name, which no version can have.
@@ -69,7 +82,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		}
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
-				NumPartitions: len(vs.files), Partitions: []int{},
+				NumPartitions: numPartitions(vs.files), Partitions: []int{},
 				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
@@ -80,6 +93,19 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st.Reason = joinReasons(st.Reason, why)
 			}
 			ds.Versions[vname] = st
+		}
+		for vname, w := range d.watch {
+			why := m.settlingLocked(w)
+			if why == "" {
+				continue
+			}
+			if st, ok := ds.Versions[vname]; ok {
+				st.Reason = joinReasons(st.Reason, "its source files changed; "+why)
+				ds.Versions[vname] = st
+			} else {
+				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
+					NumPartitions: len(w.files), Partitions: []int{}}
+			}
 		}
 		out[name] = ds
 	}
@@ -165,7 +191,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 func (m *metrics) setStates(counts map[string]float64) {
-	for _, s := range []string{wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError} {
+	for _, s := range []string{wire.StateSettling, wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError} {
 		m.states.WithLabelValues(s).Set(counts[s])
 	}
+}
+
+// numPartitions is the partition count of a version's files, 0 when they
+// do not make a version (the reason says why).
+func numPartitions(files []source.File) int {
+	n, err := loader.NumPartitions(files)
+	if err != nil {
+		return 0
+	}
+	return n
 }

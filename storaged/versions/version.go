@@ -146,6 +146,23 @@ type dbView struct {
 // one if pinned is not "", else the active one. The caller must Release
 // it. Errors: ErrNoDB, ErrVersionNotHeld.
 func (m *Manager) Acquire(db, pinned string) (*Version, error) {
+	v, err := m.acquire(db, pinned)
+	if errors.Is(err, errClosing) {
+		// The snapshot read was replaced meanwhile (a rebuilt copy
+		// swapped in): the new one answers.
+		v, err = m.acquire(db, pinned)
+	}
+	if errors.Is(err, errClosing) {
+		return nil, ErrVersionNotHeld
+	}
+	return v, err
+}
+
+// errClosing: the version found was closing; a newer snapshot may hold
+// its replacement.
+var errClosing = errors.New("versions: closing")
+
+func (m *Manager) acquire(db, pinned string) (*Version, error) {
 	vw := *m.view.Load()
 	d := vw[db]
 	if d == nil {
@@ -166,7 +183,7 @@ func (m *Manager) Acquire(db, pinned string) (*Version, error) {
 		return nil, ErrVersionNotHeld
 	}
 	if !v.acquire(m.opts.Now()) {
-		return nil, ErrVersionNotHeld
+		return nil, errClosing
 	}
 	return v, nil
 }

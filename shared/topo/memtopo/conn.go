@@ -75,8 +75,8 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	if err := topo.CheckVersion(db, version); err != nil {
 		return topo.VersionInfo{}, fmt.Errorf("memtopo: %w", err)
 	}
-	if info.NumPartitions < 1 {
-		return topo.VersionInfo{}, fmt.Errorf("memtopo: %w: %s/%s has %d partitions", topo.ErrBadName, db, version, info.NumPartitions)
+	if err := topo.CheckVersionInfo(info); err != nil {
+		return topo.VersionInfo{}, fmt.Errorf("memtopo: %s/%s: %w", db, version, err)
 	}
 	k := vkey{db, version}
 	var got topo.VersionInfo

@@ -54,7 +54,8 @@ func testPins(t *testing.T, b Backend) {
 	for _, bad := range []struct {
 		db string
 		p  topo.Pin
-	}{{"bad/db", topo.Pin{Generation: 5}}, {"pinned", topo.Pin{Version: "../x", Generation: 5}}} {
+	}{{"bad/db", topo.Pin{Generation: 5}}, {"pinned", topo.Pin{Version: "../x", Generation: 5}},
+		{"pinned", topo.Pin{Version: "v1", Generation: topo.MaxPinGeneration + 1}}} {
 		if err := a.SetPin(ctx, la.Token(), bad.db, bad.p); !errors.Is(err, topo.ErrBadName) {
 			t.Fatalf("SetPin(%q, %+v) = %v, want ErrBadName", bad.db, bad.p, err)
 		}

@@ -284,6 +284,8 @@ func testBadNames(t *testing.T, b Backend) {
 	}
 	_, errs["version with @"] = c.PublishVersion(ctx, "db", "v@1", info(1))
 	_, errs["no partitions"] = c.PublishVersion(ctx, "db", "v1", info(0))
+	_, errs["too many partitions"] = c.PublishVersion(ctx, "db", "v1", info(topo.MaxPartitions+1))
+	errs["partition beyond bound"] = c.PublishPartition(ctx, "db", "v1", topo.MaxPartitions, addr)
 	for name, err := range errs {
 		if !errors.Is(err, topo.ErrBadName) {
 			t.Errorf("%s: err = %v, want ErrBadName", name, err)

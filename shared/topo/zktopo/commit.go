@@ -34,19 +34,20 @@ func (c *Conn) Assignments(ctx context.Context) ([]topo.Assignment, error) {
 				return nil, err
 			}
 			for _, v := range sortedCopy(vs) {
-				data, _, err := c.zk.Get(c.paths.Assignment(db, v))
+				ap := c.paths.Assignment(db, v)
+				data, _, err := c.zk.Get(ap)
 				if errors.Is(err, zk.ErrNoNode) {
 					continue
 				}
 				if err != nil {
 					return nil, err
 				}
-				var a topo.Assignment
-				if err := json.Unmarshal(data, &a); err != nil {
-					c.log.Warn("zktopo: skipping an unreadable assignment")
+				a, err := topo.DecodeAssignment(db, v, data)
+				if err != nil {
+					c.rej.reject("assignment", ap, err)
 					continue
 				}
-				a.DB, a.Version = db, v
+				c.rej.accept(ap)
 				out = append(out, a)
 			}
 		}

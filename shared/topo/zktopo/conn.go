@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"spangle/shared/topo"
@@ -46,6 +47,9 @@ type Options struct {
 	// Logger receives the backend's log and the ZooKeeper client's;
 	// default a no-op logger.
 	Logger *zap.Logger
+	// Registerer receives the backend's metrics
+	// (spangle_zk_entries_rejected_total); nil registers nowhere.
+	Registerer prometheus.Registerer
 }
 
 // Conn is a ZooKeeper session that publishes a storaged's entries and
@@ -55,6 +59,7 @@ type Conn struct {
 	paths topo.Paths
 	log   *zap.Logger
 	zkLog *zkLogger
+	rej   *rejects
 	zk    *zk.Conn
 	mir   *topo.Mirror
 	// events is the client's event channel, drained only at Close: the
@@ -82,6 +87,11 @@ type Conn struct {
 	parts    map[string]string           // replica path -> its version path
 	// published maps an ephemeral path to the session that created it.
 	published map[string]int64 // guarded by mu
+	// The writes waiting for the next batch (see batch.go), and the
+	// version entries a batch created for callers still to look.
+	vqueue map[string]queuedVersion // guarded by mu
+	equeue map[string]bool          // guarded by mu
+	vdone  map[string]bool          // guarded by mu
 }
 
 var _ topo.Conn = (*Conn)(nil)
@@ -107,7 +117,12 @@ func Open(opts Options) (*Conn, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	rej, err := newRejects(opts.Logger, opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	c := &Conn{
+		rej:       rej,
 		paths:     topo.Paths{Prefix: opts.Prefix, Cluster: opts.Cluster},
 		log:       opts.Logger,
 		zkLog:     &zkLogger{l: opts.Logger.Named("zk").Sugar()},
@@ -121,6 +136,9 @@ func Open(opts Options) (*Conn, error) {
 		pending:   map[string]bool{},
 		parts:     map[string]string{},
 		published: map[string]int64{},
+		vqueue:    map[string]queuedVersion{},
+		equeue:    map[string]bool{},
+		vdone:     map[string]bool{},
 	}
 	c.dirty[c.paths.Nodes()] = true
 	c.dirty[c.paths.Partitions()] = true

@@ -2,7 +2,6 @@ package zktopo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -363,11 +362,16 @@ func (c *Conn) readDecision() (topo.Decision, error) {
 		if err != nil {
 			return topo.Decision{}, err
 		}
-		var d topo.Decision
-		if len(data) > 0 {
-			if err := json.Unmarshal(data, &d); err != nil {
-				return topo.Decision{}, fmt.Errorf("zktopo: decision record %s: %w", p, err)
-			}
+		d, err := topo.DecodeDecision(data)
+		if err != nil {
+			// The record is only what the last decision said; its epoch
+			// (the data version) is what fences the next one. A record
+			// that fails validation reads as none, so that the leader's
+			// next decision overwrites it rather than every round failing.
+			c.rej.reject("decision", p, err)
+			d = topo.Decision{}
+		} else {
+			c.rej.accept(p)
 		}
 		d.Epoch = int64(st.Version)
 		return d, nil

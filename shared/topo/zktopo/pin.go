@@ -61,8 +61,9 @@ func (c *Conn) setPin(token, db string, p topo.Pin) error {
 	case err != nil:
 		return err
 	default:
-		var old topo.Pin
-		if json.Unmarshal(data, &old) == nil && old.Generation >= p.Generation {
+		// A stored pin that fails validation is overwritten: nobody
+		// follows it (every reader ignores it).
+		if old, err := topo.DecodePin(db, data); err == nil && old.Generation >= p.Generation {
 			return fenced("pin of %s at generation %d, not above %d", db, p.Generation, old.Generation)
 		}
 		ops = append(ops, &zk.SetDataRequest{Path: pp, Data: body, Version: pst.Version})
@@ -126,11 +127,13 @@ func (c *Conn) readPin(ca *cache, p string) error {
 	if err != nil {
 		return err
 	}
-	var pin topo.Pin
-	if err := json.Unmarshal(data, &pin); err != nil || topo.CheckPin(db, pin) != nil {
-		c.log.Warn("zktopo: ignoring an unreadable pin")
+	pin, err := topo.DecodePin(db, data)
+	if err != nil {
+		// The last valid pin, if any, stays in force.
+		c.rej.reject("pin", p, err)
 		return nil
 	}
+	c.rej.accept(p)
 	ca.pins[db] = pin
 	return nil
 }

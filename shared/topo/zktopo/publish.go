@@ -53,10 +53,14 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	if err := topo.CheckVersion(db, version); err != nil {
 		return topo.VersionInfo{}, fmt.Errorf("zktopo: %w", err)
 	}
-	if info.NumPartitions < 1 {
-		return topo.VersionInfo{}, fmt.Errorf("zktopo: %w: %s/%s has %d partitions", topo.ErrBadName, db, version, info.NumPartitions)
+	if err := topo.CheckVersionInfo(info); err != nil {
+		return topo.VersionInfo{}, fmt.Errorf("zktopo: %s/%s: %w", db, version, err)
 	}
 	path := c.paths.Version(db, version)
+	data, err := json.Marshal(info)
+	if err != nil {
+		return topo.VersionInfo{}, fmt.Errorf("zktopo: %w", err)
+	}
 	c.mu.Lock()
 	if c.isClosed {
 		c.mu.Unlock()
@@ -65,8 +69,36 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	c.infos[path] = info
 	c.pending[path] = true
 	c.mu.Unlock()
+	// Most versions are published by another node first: a read, which
+	// the server answers without a write to its log and which needs not
+	// wait for this Conn's writes, tells.
+	withParent := false
+	if c.Connected() {
+		old, _, err := c.zk.Get(path)
+		if err == nil {
+			if have, ok := c.versionInfo(path, old); ok {
+				c.donePending(path)
+				return have, nil
+			}
+		} else if errors.Is(err, zk.ErrNoNode) {
+			ok, _, err := c.zk.Exists(c.paths.DB(db))
+			withParent = err == nil && !ok
+		}
+	}
+	c.mu.Lock()
+	c.queueVersionLocked(path, data, withParent)
+	c.mu.Unlock()
 	var got topo.VersionInfo
-	err := c.apply(ctx, func() error {
+	err = c.apply(ctx, func() error {
+		c.flushQueued()
+		c.mu.Lock()
+		done := c.vdone[path]
+		delete(c.vdone, path)
+		c.mu.Unlock()
+		if done {
+			got = info
+			return nil
+		}
 		var err error
 		got, err = c.createVersion(path, info)
 		return err
@@ -100,12 +132,19 @@ func (c *Conn) setPartition(ctx context.Context, db, version string, partition i
 	}
 	if want {
 		c.parts[path] = vpath
+		c.queueEphemeralLocked(path)
 	} else {
 		delete(c.parts, path)
+		delete(c.equeue, path)
 		c.forgetVersionLocked(vpath)
 	}
 	c.mu.Unlock()
-	return c.apply(ctx, func() error { return c.syncEphemeral(path) })
+	return c.apply(ctx, func() error {
+		if want {
+			c.flushQueued()
+		}
+		return c.syncEphemeral(path)
+	})
 }
 
 // forgetVersionLocked drops the remembered info of a version once
@@ -256,12 +295,13 @@ func (c *Conn) createVersion(path string, info topo.VersionInfo) (topo.VersionIn
 			if err != nil {
 				return topo.VersionInfo{}, err
 			}
-			if have, ok := parseInfo(old); ok {
+			if have, ok := c.versionInfo(path, old); ok {
 				c.donePending(path)
 				return have, nil
 			}
-			// Created as a parent before anyone gave its info: fill it in,
-			// unless someone else does first.
+			// Created as a parent before anyone gave its info, or holding
+			// info that fails validation: fill it in, unless someone else
+			// does first.
 			_, err = c.zk.Set(path, data, st.Version)
 			if err == nil {
 				c.donePending(path)
@@ -281,14 +321,6 @@ func (c *Conn) donePending(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, path)
-}
-
-func parseInfo(data []byte) (topo.VersionInfo, bool) {
-	var info topo.VersionInfo
-	if len(data) == 0 || json.Unmarshal(data, &info) != nil || info.NumPartitions < 1 {
-		return topo.VersionInfo{}, false
-	}
-	return info, true
 }
 
 // ensureParents creates the persistent ancestors of path that are
@@ -373,6 +405,16 @@ func (c *Conn) republish() {
 		if ok && !c.syncOne(p, func() error { _, err := c.createVersion(p, info); return err }) {
 			return
 		}
+	}
+	// The replica entries wanted go in batches first; what a batch could
+	// not create is then written alone.
+	c.mu.Lock()
+	for p := range c.parts {
+		c.queueEphemeralLocked(p)
+	}
+	c.mu.Unlock()
+	if !c.syncOne("(batch)", func() error { c.flushQueued(); return nil }) {
+		return
 	}
 	for _, p := range ephemerals {
 		if !c.syncOne(p, func() error { return c.syncEphemeral(p) }) {

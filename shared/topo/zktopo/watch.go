@@ -1,8 +1,8 @@
 package zktopo
 
 import (
-	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"path"
 	"reflect"
@@ -193,22 +193,26 @@ func (c *Conn) listNodes(ca *cache, p string) ([]string, error) {
 			next[name] = n
 			continue
 		}
-		shard, addr, err := topo.ParseNodeName(name)
-		if err != nil {
+		np := p + "/" + name
+		if _, err := topo.DecodeNode(name, nil); err != nil {
+			c.rej.reject("node", np, err)
 			continue
 		}
 		// The entry's data never changes (a new registration is a new
 		// znode), so it is read once and not watched.
-		data, _, err := c.zk.Get(p + "/" + name)
+		data, _, err := c.zk.Get(np)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		var n topo.Node
-		_ = json.Unmarshal(data, &n) // the name alone is enough to route
-		n.ShardID, n.Addr = shard, addr
+		n, err := topo.DecodeNode(name, data)
+		if err != nil {
+			c.rej.reject("node", np, err)
+			continue
+		}
+		c.rej.accept(np)
 		next[name] = n
 	}
 	ca.nodes = next
@@ -300,17 +304,28 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 	if st.Czxid != vc.czxid {
 		vc.info, vc.czxid = topo.VersionInfo{}, st.Czxid
 	}
-	vc.replicas = children
+	vc.replicas = vc.replicas[:0]
+	for _, name := range children {
+		if _, _, err := topo.ParseReplicaName(name); err != nil {
+			c.rej.reject("replica", p+"/"+name, fmt.Errorf("%w: %w", topo.ErrInvalid, err))
+			continue
+		}
+		vc.replicas = append(vc.replicas, name)
+	}
 	if vc.info.NumPartitions < 1 {
-		// Read once; watched only while it holds no info, since the info
-		// never changes once written.
+		// Read once; watched only while it holds no valid info, since
+		// the info never changes once written. Info that fails
+		// validation is ignored (the version stays out of the map) until
+		// the entry is written again or deleted.
 		data, _, err := c.zk.Get(p)
 		if err == nil {
-			if info, ok := parseInfo(data); ok {
+			if info, ok := c.versionInfo(p, data); ok {
 				vc.info = info
 			} else {
 				data, _, _, err = c.zk.GetW(p)
-				vc.info, _ = parseInfo(data)
+				if err == nil {
+					vc.info, _ = c.versionInfo(p, data)
+				}
 			}
 		}
 		if errors.Is(err, zk.ErrNoNode) {
@@ -322,6 +337,20 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 		}
 	}
 	return nil
+}
+
+// versionInfo decodes a version entry's data, saying so when it fails
+// validation (empty data is no info yet, not a failure).
+func (c *Conn) versionInfo(p string, data []byte) (topo.VersionInfo, bool) {
+	info, err := topo.DecodeVersionInfo(data)
+	switch {
+	case err == nil:
+		c.rej.accept(p)
+		return info, true
+	case !errors.Is(err, topo.ErrNoInfo):
+		c.rej.reject("version", p, err)
+	}
+	return topo.VersionInfo{}, false
 }
 
 // publishMap publishes the cache as a map if it says something new.
@@ -421,7 +450,9 @@ func buildDB(ca *cache, db string) map[string]*topo.Version {
 	for v, vc := range ca.dbs[db] {
 		b.AddVersion(db, v, vc.info)
 		for _, name := range vc.replicas {
-			if p, addr, err := topo.ParseReplicaName(name); err == nil {
+			// Only partitions of a count known valid: Build would drop
+			// the others after AddReplica grew the lists for them.
+			if p, addr, err := topo.ParseReplicaName(name); err == nil && p < vc.info.NumPartitions {
 				b.AddReplica(db, v, p, addr)
 			}
 		}

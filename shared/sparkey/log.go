@@ -1,0 +1,336 @@
+package sparkey
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+)
+
+// LogReader streams the entries of a log in file order. It is not safe
+// for concurrent use.
+type LogReader struct {
+	file   string
+	r      *bufio.Reader
+	header LogHeader
+	off    int64 // bytes of the file consumed
+
+	// Compressed logs: the current decompressed block.
+	blk      []byte
+	pos      int
+	blkStart int64 // file offset of the current block
+	blkIdx   uint64
+	comp     []byte
+	zd       *zstd.Decoder
+
+	key, val []byte
+	scratch  []byte
+	del      bool
+	entryPos int64
+	entryIdx uint64
+	puts     uint64
+	deletes  uint64
+	err      error
+	done     bool
+}
+
+// NewLogReader reads the header of a log of size bytes (the size bounds
+// every length in it) from r; name is used in errors.
+func NewLogReader(r io.Reader, name string, size int64) (*LogReader, error) {
+	lr := &LogReader{file: name, r: bufio.NewReaderSize(r, 256<<10)}
+	var b [LogHeaderSize]byte
+	if _, err := io.ReadFull(lr.r, b[:]); err != nil {
+		return nil, lr.readErr(0, err, "reading the header")
+	}
+	h, err := parseLogHeader(b[:], name, size)
+	if err != nil {
+		return nil, err
+	}
+	lr.header, lr.off = h, LogHeaderSize
+	if h.Compression == Zstd {
+		lr.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(h.BlockSize)+1<<20))
+		if err != nil {
+			return nil, fmt.Errorf("sparkey: %s: %w", name, err)
+		}
+	}
+	return lr, nil
+}
+
+// Header returns the log's header.
+func (lr *LogReader) Header() LogHeader { return lr.header }
+
+// Close releases the decompressor, if any; it does not close the input.
+func (lr *LogReader) Close() {
+	if lr.zd != nil {
+		lr.zd.Close()
+	}
+}
+
+// readErr turns a read failure into a CorruptError when it is a
+// truncation, and wraps it otherwise (an I/O error of the source).
+func (lr *LogReader) readErr(off int64, err error, what string) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corrupt(lr.file, off, io.ErrUnexpectedEOF, "truncated while %s", what)
+	}
+	return fmt.Errorf("sparkey: reading %s at byte %d: %w", lr.file, off, err)
+}
+
+// Next advances to the next entry, put or delete. It returns false at the
+// end of the data or on error (see Err).
+func (lr *LogReader) Next() bool {
+	if lr.err != nil || lr.done {
+		return false
+	}
+	var err error
+	if lr.header.Compression == None {
+		err = lr.nextPlain()
+	} else {
+		err = lr.nextBlocked()
+	}
+	if err != nil {
+		lr.err = err
+		return false
+	}
+	if lr.done {
+		if lr.puts != lr.header.Puts || lr.deletes != lr.header.Deletes {
+			lr.err = corrupt(lr.file, 16, nil, "header counts %d puts and %d deletes, the data holds %d and %d",
+				lr.header.Puts, lr.header.Deletes, lr.puts, lr.deletes)
+		}
+		return false
+	}
+	if lr.del {
+		lr.deletes++
+	} else {
+		lr.puts++
+	}
+	return true
+}
+
+// Key returns the current entry's key, valid until the next call to Next.
+func (lr *LogReader) Key() []byte { return lr.key }
+
+// Value returns the current put's value, valid until the next call to Next.
+func (lr *LogReader) Value() []byte { return lr.val }
+
+// Deleted reports whether the current entry is a delete.
+func (lr *LogReader) Deleted() bool { return lr.del }
+
+// Offset returns the file offset of the current entry (for a compressed
+// log, of the block where it starts).
+func (lr *LogReader) Offset() int64 { return lr.entryPos }
+
+// Address returns the current entry's index address given the index's
+// entry_block_bits.
+func (lr *LogReader) Address(blockBits uint32) uint64 {
+	return uint64(lr.entryPos)<<blockBits | lr.entryIdx
+}
+
+// Err returns the error that stopped Next, if any.
+func (lr *LogReader) Err() error { return lr.err }
+
+func (lr *LogReader) checkLens(a, b uint64, off int64) (klen, vlen uint64, err error) {
+	h := &lr.header
+	if a == 0 {
+		klen, lr.del = b, true
+	} else {
+		klen, vlen, lr.del = a-1, b, false
+	}
+	if klen > h.MaxKeyLen || vlen > h.MaxValueLen {
+		return 0, 0, corrupt(lr.file, off, nil, "entry of a %d-byte key and %d-byte value; the header's limits are %d and %d",
+			klen, vlen, h.MaxKeyLen, h.MaxValueLen)
+	}
+	return klen, vlen, nil
+}
+
+// vlq reads an unsigned LEB128 integer from the input.
+func (lr *LogReader) vlq() (uint64, error) {
+	var x uint64
+	for shift := uint(0); ; shift += 7 {
+		c, err := lr.r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		lr.off++
+		if shift == 63 && c > 1 || shift > 63 {
+			return 0, errOverflow
+		}
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return x, nil
+		}
+	}
+}
+
+var errOverflow = errors.New("integer overflows 64 bits")
+
+// nextPlain reads an entry of an uncompressed log.
+func (lr *LogReader) nextPlain() error {
+	end := int64(lr.header.DataEnd)
+	if lr.off >= end {
+		lr.done = true
+		return nil
+	}
+	start := lr.off
+	lr.entryPos, lr.entryIdx = start, 0
+	a, err := lr.vlq()
+	if err != nil {
+		return lr.entryErr(start, err)
+	}
+	b, err := lr.vlq()
+	if err != nil {
+		return lr.entryErr(start, err)
+	}
+	klen, vlen, err := lr.checkLens(a, b, start)
+	if err != nil {
+		return err
+	}
+	n := klen + vlen
+	if n > uint64(end-lr.off) {
+		return corrupt(lr.file, start, nil, "entry of %d bytes runs past the data end %d", n, end)
+	}
+	var rec []byte
+	if int(n) <= lr.r.Size() {
+		// In place: the buffer holds it until the next read.
+		if rec, err = lr.r.Peek(int(n)); err != nil {
+			return lr.readErr(start, err, "reading an entry")
+		}
+		lr.r.Discard(int(n))
+	} else {
+		if uint64(cap(lr.scratch)) < n {
+			lr.scratch = make([]byte, n)
+		}
+		rec = lr.scratch[:n]
+		if _, err := io.ReadFull(lr.r, rec); err != nil {
+			return lr.readErr(start, err, "reading an entry")
+		}
+	}
+	lr.off += int64(n)
+	lr.key, lr.val = rec[:klen:klen], rec[klen:]
+	return nil
+}
+
+func (lr *LogReader) entryErr(start int64, err error) error {
+	if errors.Is(err, errOverflow) {
+		return corrupt(lr.file, start, err, "bad entry length")
+	}
+	return lr.readErr(start, err, "reading an entry")
+}
+
+// nextBlock reads and decompresses the block at lr.off.
+func (lr *LogReader) nextBlock() error {
+	start := lr.off
+	end := int64(lr.header.DataEnd)
+	size, err := lr.vlq()
+	if err != nil {
+		return lr.entryErr(start, err)
+	}
+	limit := uint64(snappy.MaxEncodedLen(int(lr.header.BlockSize)))
+	if lr.header.Compression == Zstd {
+		limit = uint64(lr.header.BlockSize) + uint64(lr.header.BlockSize)>>7 + 1<<10
+	}
+	if size == 0 || size > limit || size > uint64(end-lr.off) {
+		return corrupt(lr.file, start, nil, "compressed block of %d bytes (at most %d, and %d left before the data end)",
+			size, limit, end-lr.off)
+	}
+	if uint64(cap(lr.comp)) < size {
+		lr.comp = make([]byte, size)
+	}
+	comp := lr.comp[:size]
+	if _, err := io.ReadFull(lr.r, comp); err != nil {
+		return lr.readErr(start, err, "reading a block")
+	}
+	lr.off += int64(size)
+	if lr.blk == nil {
+		lr.blk = make([]byte, 0, lr.header.BlockSize)
+	}
+	switch lr.header.Compression {
+	case Snappy:
+		n, err := snappy.DecodedLen(comp)
+		if err != nil || n > int(lr.header.BlockSize) {
+			return corrupt(lr.file, start, err, "snappy block decodes to %d bytes, the block size is %d", n, lr.header.BlockSize)
+		}
+		out, err := snappy.Decode(lr.blk[:cap(lr.blk)], comp)
+		if err != nil {
+			return corrupt(lr.file, start, err, "bad snappy block")
+		}
+		lr.blk = out
+	case Zstd:
+		out, err := lr.zd.DecodeAll(comp, lr.blk[:0])
+		if err != nil || len(out) > int(lr.header.BlockSize) {
+			return corrupt(lr.file, start, err, "bad zstd block (%d bytes decoded, block size %d)", len(out), lr.header.BlockSize)
+		}
+		lr.blk = out
+	}
+	lr.pos, lr.blkStart, lr.blkIdx = 0, start, 0
+	return nil
+}
+
+// blockVLQ reads an unsigned LEB128 integer from the current block.
+func (lr *LogReader) blockVLQ() (uint64, bool) {
+	var x uint64
+	for shift := uint(0); lr.pos < len(lr.blk); shift += 7 {
+		c := lr.blk[lr.pos]
+		lr.pos++
+		if shift == 63 && c > 1 || shift > 63 {
+			return 0, false
+		}
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return x, true
+		}
+	}
+	return 0, false
+}
+
+// nextBlocked reads an entry of a compressed log.
+func (lr *LogReader) nextBlocked() error {
+	for lr.pos >= len(lr.blk) {
+		if lr.off >= int64(lr.header.DataEnd) {
+			lr.done = true
+			return nil
+		}
+		if err := lr.nextBlock(); err != nil {
+			return err
+		}
+	}
+	lr.entryPos, lr.entryIdx = lr.blkStart, lr.blkIdx
+	lr.blkIdx++
+	a, ok1 := lr.blockVLQ()
+	b, ok2 := lr.blockVLQ()
+	if !ok1 || !ok2 {
+		return corrupt(lr.file, lr.blkStart, nil, "entry %d of the block: lengths cut off or too large", lr.entryIdx)
+	}
+	klen, vlen, err := lr.checkLens(a, b, lr.blkStart)
+	if err != nil {
+		return err
+	}
+	n := klen + vlen
+	if n <= uint64(len(lr.blk)-lr.pos) {
+		rec := lr.blk[lr.pos : lr.pos+int(n)]
+		lr.pos += int(n)
+		lr.key, lr.val = rec[:klen:klen], rec[klen:]
+		return nil
+	}
+	// The entry runs on into the next blocks: gather it, growing the
+	// buffer only as data arrives.
+	rec := lr.scratch[:0]
+	for uint64(len(rec)) < n {
+		if lr.pos >= len(lr.blk) {
+			if lr.off >= int64(lr.header.DataEnd) {
+				return corrupt(lr.file, lr.entryPos, nil, "entry of %d bytes runs past the data end", n)
+			}
+			if err := lr.nextBlock(); err != nil {
+				return err
+			}
+		}
+		take := min(uint64(len(lr.blk)-lr.pos), n-uint64(len(rec)))
+		rec = append(rec, lr.blk[lr.pos:lr.pos+int(take)]...)
+		lr.pos += int(take)
+	}
+	lr.scratch = rec
+	lr.key, lr.val = rec[:klen:klen], rec[klen:]
+	return nil
+}

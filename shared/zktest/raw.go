@@ -1,0 +1,68 @@
+package zktest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Raw is a plain ZooKeeper client of s, for a test that writes what no
+// spangle process would (a hostile or broken entry) or reads what one
+// wrote. It is closed at the test's cleanup.
+type Raw struct {
+	t    testing.TB
+	Conn *zk.Conn
+}
+
+// Raw connects a plain client to s.
+func (s *Server) Raw(t testing.TB) *Raw {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{s.Addr()}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatalf("zktest: connecting a raw client: %v", err)
+	}
+	t.Cleanup(conn.Close)
+	return &Raw{t: t, Conn: conn}
+}
+
+// Put makes the persistent znode path hold data, creating it and its
+// missing parents.
+func (r *Raw) Put(path string, data []byte) {
+	r.t.Helper()
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i := 1; i < len(parts); i++ {
+		p := "/" + strings.Join(parts[:i], "/")
+		if _, err := r.Conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			r.t.Fatalf("zktest: creating %s: %v", p, err)
+		}
+	}
+	_, err := r.Conn.Create(path, data, 0, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNodeExists) {
+		_, err = r.Conn.Set(path, data, -1)
+	}
+	if err != nil {
+		r.t.Fatalf("zktest: writing %s: %v", path, err)
+	}
+}
+
+// Delete deletes path and everything under it; a missing path is no
+// error.
+func (r *Raw) Delete(path string) {
+	r.t.Helper()
+	kids, _, err := r.Conn.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return
+	}
+	if err != nil {
+		r.t.Fatalf("zktest: listing %s: %v", path, err)
+	}
+	for _, k := range kids {
+		r.Delete(path + "/" + k)
+	}
+	if err := r.Conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		r.t.Fatalf("zktest: deleting %s: %v", path, err)
+	}
+}

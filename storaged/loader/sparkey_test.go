@@ -1,0 +1,227 @@
+package loader
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"spangle/shared/hashring"
+	"spangle/shared/seqfile"
+	"spangle/shared/sparkey"
+	"spangle/storaged/internal/testutil"
+	"spangle/storaged/table"
+)
+
+func TestSparkeySequinsFiles(t *testing.T) {
+	td := testutil.TestData(t)
+	res, parts, err := load(t, filepath.Join(td, "sparkey", "sequins"), "sparkeydb", "1", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 || res.Records != 4 {
+		t.Fatalf("%d partitions, result %+v: want 2 partitions and 4 records", len(parts), res)
+	}
+	for k, v := range map[string]string{"Alice": "Practice", "Betty": "White", "Charlie": "Chaplin", "Dylan": "Thomas"} {
+		if got, err := get(parts, []byte(k)); err != nil || string(got) != v {
+			t.Errorf("%s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+}
+
+func TestSparkeyLibsparkeyFiles(t *testing.T) {
+	td := testutil.TestData(t)
+	res, parts, err := load(t, filepath.Join(td, "sparkey", "libsparkey"), "users", "1", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 4 || res.Records != 20000 || res.FastFiles != 4 {
+		t.Fatalf("%d partitions, result %+v: want 4 partitions, 20000 records, all by the fast path", len(parts), res)
+	}
+	f, _ := os.Open(filepath.Join(td, "sparkey", "libsparkey", "users-1.expected.tsv"))
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), "\t")
+		kb, _ := hex.DecodeString(k)
+		vb, _ := hex.DecodeString(v)
+		if got, err := get(parts, kb); err != nil || !bytes.Equal(got, vb) {
+			t.Fatalf("%q = %x, %v; want %x", kb, got, err, vb)
+		}
+		n++
+	}
+	if n != 20000 {
+		t.Fatalf("%d listed pairs", n)
+	}
+}
+
+// TestSparkeyWrittenVersions loads versions of this package's writer in
+// every compression, with unsorted logs (the general path), deletes, and
+// two pairs sharing a partition.
+func TestSparkeyWrittenVersions(t *testing.T) {
+	recs := testutil.Records(3000, "v1")
+	for _, comp := range []sparkey.Compression{sparkey.None, sparkey.Snappy, sparkey.Zstd} {
+		t.Run(comp.String(), func(t *testing.T) {
+			root := t.TempDir()
+			testutil.WriteSparkeyVersion(t, root, "db", "v1", 5, sparkey.WriterOptions{Compression: comp}, recs)
+			res, parts, err := load(t, root, "db", "v1", nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(parts) != 5 || res.FastFiles != 5 || res.Records != int64(len(recs)) {
+				t.Fatalf("%d partitions, %+v", len(parts), res)
+			}
+			for _, r := range recs {
+				if v, err := get(parts, r.Key); err != nil || !bytes.Equal(v, r.Value) {
+					t.Fatalf("%q = %q, %v", r.Key, v, err)
+				}
+			}
+		})
+	}
+	t.Run("unsorted, deletes, shared partition", func(t *testing.T) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "db", "v1")
+		os.MkdirAll(dir, 0o755)
+		var p0, p1 []testutil.Record
+		for _, r := range recs {
+			if hashring.Partition(r.Key, 2) == 0 {
+				p0 = append(p0, r)
+			} else {
+				p1 = append(p1, r)
+			}
+		}
+		rand.New(rand.NewSource(3)).Shuffle(len(p1), func(i, j int) { p1[i], p1[j] = p1[j], p1[i] })
+		half := len(p0) / 2
+		testutil.WriteSparkeyPair(t, dir, "part-00000-00000", sparkey.WriterOptions{}, p0[:half])
+		testutil.WriteSparkeyPair(t, dir, "part-00000-00001", sparkey.WriterOptions{Compression: sparkey.Snappy}, p0[half:])
+		// Partition 1: unsorted, with the first key deleted and the second
+		// overwritten.
+		lf, _ := os.Create(filepath.Join(dir, "part-00001.spl"))
+		xf, _ := os.Create(filepath.Join(dir, "part-00001.spi.sz"))
+		w, _ := sparkey.NewWriter(lf, sparkey.WriterOptions{})
+		for _, r := range p1 {
+			w.Put(r.Key, r.Value)
+		}
+		w.Delete(p1[0].Key)
+		w.Put(p1[1].Key, []byte("new"))
+		if err := w.Close(xf); err != nil {
+			t.Fatal(err)
+		}
+		lf.Close()
+		xf.Close()
+		res, parts, err := load(t, root, "db", "v1", nil, Options{SpillBytes: 16 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parts) != 2 || res.FastFiles != 2 || res.Records != int64(len(recs)-1) {
+			t.Fatalf("%d partitions, %+v: want 2, two fast pairs of three, a deleted record", len(parts), res)
+		}
+		for i, r := range append(p0, p1...) {
+			v, err := get(parts, r.Key)
+			switch {
+			case i == len(p0):
+				if !errors.Is(err, table.ErrNotFound) {
+					t.Fatalf("deleted %q = %q, %v", r.Key, v, err)
+				}
+			case i == len(p0)+1:
+				if string(v) != "new" {
+					t.Fatalf("overwritten %q = %q, %v", r.Key, v, err)
+				}
+			case err != nil || !bytes.Equal(v, r.Value):
+				t.Fatalf("%q = %q, %v", r.Key, v, err)
+			}
+		}
+	})
+}
+
+func TestSparkeyHeldPartitionSkipsOtherFiles(t *testing.T) {
+	root := t.TempDir()
+	dir := testutil.WriteSparkeyVersion(t, root, "db", "v1", 3, sparkey.WriterOptions{}, testutil.Records(900, "v1"))
+	// Another partition's log is garbage: it is never opened.
+	os.WriteFile(filepath.Join(dir, "part-00002.spl"), []byte("not a log"), 0o644)
+	res, parts, err := load(t, root, "db", "v1", []int{1}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts[1] == nil || parts[0] != nil || res.FastFiles != 1 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestBadVersionsFail is the bad-input table for Sparkey versions: each
+// fails the load with the file (and, for bad data, the offset) named.
+func TestBadVersionsFail(t *testing.T) {
+	recs := testutil.Records(500, "v1")
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		is    error
+		says  []string
+	}{
+		{"mixed formats", func(t *testing.T, dir string) {
+			testutil.WriteFile(t, filepath.Join(dir, "part-00009"), seqfile.WriterOptions{}, recs[:3])
+		}, ErrMixedFormats, []string{"part-00000.spi.sz is Sparkey", "part-00009 is SequenceFile"}},
+		{"log without index", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "part-00001.spi.sz"))
+		}, ErrBadLayout, []string{"part-00001.spl"}},
+		{"index without log", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "part-00001.spl"))
+		}, ErrBadLayout, []string{"part-00001.spi.sz"}},
+		{"no partition in the name", func(t *testing.T, dir string) {
+			os.Rename(filepath.Join(dir, "part-00001.spl"), filepath.Join(dir, "part.spl"))
+			os.Rename(filepath.Join(dir, "part-00001.spi.sz"), filepath.Join(dir, "part.spi.sz"))
+		}, ErrBadLayout, []string{"part.spl"}},
+		{"key in the wrong partition", func(t *testing.T, dir string) {
+			// Partition 1's pair renamed to partition 0's.
+			for _, s := range []string{".spl", ".spi.sz"} {
+				os.Rename(filepath.Join(dir, "part-00001"+s), filepath.Join(dir, "part-00000"+s))
+			}
+			testutil.WriteSparkeyPair(t, dir, "part-00001", sparkey.WriterOptions{}, nil)
+		}, ErrWrongPartition, []string{"db/v1/part-00000.spl", "at byte"}},
+		{"partition out of range", func(t *testing.T, dir string) {
+			// Named partition 5 of a version whose greatest is 5: N = 6,
+			// and its keys are not of partition 5 of 6.
+			for _, s := range []string{".spl", ".spi.sz"} {
+				os.Rename(filepath.Join(dir, "part-00001"+s), filepath.Join(dir, "part-00005"+s))
+			}
+		}, ErrWrongPartition, []string{"of 6, the file is of partition"}},
+		{"truncated log", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "part-00002.spl")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)/2], 0o644)
+		}, sparkey.ErrCorrupt, []string{"db/v1/part-00002.spl", "at byte"}},
+		{"index of another log", func(t *testing.T, dir string) {
+			b, _ := os.ReadFile(filepath.Join(dir, "part-00000.spi.sz"))
+			os.WriteFile(filepath.Join(dir, "part-00002.spi.sz"), b, 0o644)
+		}, sparkey.ErrCorrupt, []string{"db/v1/part-00002.spi.sz", "at byte"}},
+		{"corrupt index framing", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "part-00002.spi.sz")
+			b, _ := os.ReadFile(p)
+			b[len(b)-3] ^= 0xff
+			os.WriteFile(p, b, 0o644)
+		}, sparkey.ErrCorrupt, []string{"db/v1/part-00002.spi.sz"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := testutil.WriteSparkeyVersion(t, root, "db", "v1", 3, sparkey.WriterOptions{}, recs)
+			c.setup(t, dir)
+			src, files := openVersion(t, root)
+			_, err := Load(t.Context(), Request{Source: src, DB: "db", Version: "v1", Files: files,
+				Dir: func(p int) string { return filepath.Join(t.TempDir(), "p") }}, Options{Build: table.BuildOptions{NoSync: true}})
+			if !errors.Is(err, c.is) {
+				t.Fatalf("%v: want %v", err, c.is)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%v: does not say %q", err, s)
+				}
+			}
+		})
+	}
+}
