@@ -81,6 +81,57 @@ func TestWriteCorrupt(t *testing.T) {
 	}
 }
 
+// Rewrite replaces each data file in place with the same records and
+// leaves no temporary file behind.
+func TestRewriteInPlace(t *testing.T) {
+	root := t.TempDir()
+	spec := Spec{DB: "db", Version: "v1", Keys: 500, Partitions: 3}
+	dir, err := Write(root, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(filepath.Join(dir, "part-00001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Rewrite(root, spec); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("%d entries after the rewrite, want the 3 data files", len(entries))
+	}
+	after, err := os.Stat(filepath.Join(dir, "part-00001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(before, after) {
+		t.Fatal("part-00001 was not replaced")
+	}
+	n := 0
+	for p := 0; p < 3; p++ {
+		recs, err := readAll(t, filepath.Join(dir, fmt.Sprintf("part-%05d", p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range recs {
+			if v != Value("v1", k) {
+				t.Fatalf("key %s: value %q", k, v)
+			}
+		}
+		n += len(recs)
+	}
+	if n != 500 {
+		t.Fatalf("%d records, want 500", n)
+	}
+	if err := Rewrite(root, Spec{DB: "db", Version: "v9"}); err == nil {
+		t.Fatal("rewriting a version that does not exist did not fail")
+	}
+}
+
 func TestWriteSparkey(t *testing.T) {
 	root := t.TempDir()
 	dir, err := Write(root, Spec{DB: "db", Version: "v1", Keys: 1000, Partitions: 4, Sparkey: true})

@@ -64,6 +64,12 @@ type Config struct {
 	// 413 above them.
 	BatchMaxKeys  int   `toml:"batch_max_keys"`
 	BatchMaxBytes int64 `toml:"batch_max_bytes"`
+	// BatchReadTimeout bounds how long a batch body may take to arrive
+	// (408 after it); BatchReadBytes bounds the bytes of batch bodies the
+	// router holds at once (503 with Retry-After beyond it). Together they
+	// keep slow or stalled clients from holding memory.
+	BatchReadTimeout time.Duration `toml:"batch_read_timeout"`
+	BatchReadBytes   int64         `toml:"batch_read_bytes"`
 	// XDSBind, if set, is where the embedded Envoy xDS server listens.
 	XDSBind string `toml:"xds_bind"`
 	// LogLevel is zap's level name (debug, info, warn, error).
@@ -131,20 +137,22 @@ type ZK struct {
 // those derived in Validate.
 func Default() Config {
 	return Config{
-		Bind:          DefaultBind,
-		StoragedPoll:  DefaultPoll,
-		ProxyTimeout:  DefaultProxyTimeout,
-		HedgeBudget:   DefaultHedgeBudget,
-		CacheSize:     DefaultCacheSize,
-		ContentType:   "application/octet-stream",
-		LogLevel:      "info",
-		LogFormat:     "json",
-		Debug:         Debug{Expvars: true, Pprof: true},
-		GCHeadroom:    DefaultGCHeadroom,
-		Sharding:      Sharding{Replication: DefaultReplication, MinReplication: 1},
-		BatchMaxKeys:  wire.DefaultBatchMaxKeys,
-		BatchMaxBytes: wire.DefaultBatchMaxBytes,
-		ZK:            ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect},
+		Bind:             DefaultBind,
+		StoragedPoll:     DefaultPoll,
+		ProxyTimeout:     DefaultProxyTimeout,
+		HedgeBudget:      DefaultHedgeBudget,
+		CacheSize:        DefaultCacheSize,
+		ContentType:      "application/octet-stream",
+		LogLevel:         "info",
+		LogFormat:        "json",
+		Debug:            Debug{Expvars: true, Pprof: true},
+		GCHeadroom:       DefaultGCHeadroom,
+		Sharding:         Sharding{Replication: DefaultReplication, MinReplication: 1},
+		BatchMaxKeys:     wire.DefaultBatchMaxKeys,
+		BatchMaxBytes:    wire.DefaultBatchMaxBytes,
+		BatchReadTimeout: wire.DefaultBatchReadTimeout,
+		BatchReadBytes:   wire.DefaultBatchReadBytes,
+		ZK:               ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect},
 	}
 }
 
@@ -220,6 +228,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BatchMaxKeys < 1 || c.BatchMaxBytes < 1 {
 		bad("batch_max_keys and batch_max_bytes must be at least 1")
+	}
+	if c.BatchReadTimeout <= 0 {
+		bad("batch_read_timeout must be positive")
+	}
+	if c.BatchReadBytes/2 < c.BatchMaxBytes {
+		bad("batch_read_bytes must be at least twice batch_max_bytes")
 	}
 	if c.CacheSize < 0 {
 		bad("cache_size must not be negative")

@@ -18,7 +18,8 @@ func TestDefaults(t *testing.T) {
 	if c.Bind != DefaultBind || len(c.Storaged) != 1 || c.Storaged[0] != DefaultStoraged || c.UseZK() ||
 		c.ProxyTimeout != 100*time.Millisecond || c.ProxyStageTimeout != 50*time.Millisecond ||
 		c.CacheSize != DefaultCacheSize || c.HedgeBudget != 0.1 || c.Sharding.MinReplication != 1 ||
-		c.GCHeadroom != DefaultGCHeadroom || c.BatchMaxKeys != 1000 || c.BatchMaxBytes != 1<<20 {
+		c.GCHeadroom != DefaultGCHeadroom || c.BatchMaxKeys != 1000 || c.BatchMaxBytes != 1<<20 ||
+		c.BatchReadTimeout != 5*time.Second || c.BatchReadBytes != 64<<20 {
 		t.Fatalf("defaults %+v", c)
 	}
 }
@@ -160,5 +161,21 @@ min_replication = 2
 	os.WriteFile(oldPath, []byte("cluster = \"a\"\nproxy_timout = \"1s\"\n"), 0o644)
 	if _, err := Parse([]string{"--config", oldPath}, io.Discard); err == nil || !strings.Contains(err.Error(), "unknown keys") {
 		t.Fatalf("typo beside an old key: %v", err)
+	}
+}
+
+func TestBatchReadBounds(t *testing.T) {
+	for in, why := range map[string]string{
+		"batch_read_timeout = \"0s\"": "batch_read_timeout",
+		"batch_read_bytes = 1048576":  "batch_read_bytes",
+	} {
+		path := filepath.Join(t.TempDir(), "routerd.toml")
+		if err := os.WriteFile(path, []byte(in+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Parse([]string{"--config", path}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: %v, want an error naming %s", in, err, why)
+		}
 	}
 }

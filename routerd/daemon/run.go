@@ -102,6 +102,8 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		CacheBytes:        cfg.CacheSize,
 		ContentType:       cfg.ContentType,
 		BatchLimits:       wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
+		BatchReadTimeout:  cfg.BatchReadTimeout,
+		BatchReadBytes:    cfg.BatchReadBytes,
 		Health:            deps.Health,
 		Registry:          reg,
 		Logger:            log,

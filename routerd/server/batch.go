@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -52,10 +53,18 @@ type outcome struct {
 // servePost serves a POST: a batch lookup when the path names a db.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	t, err := wire.ParsePath(r.URL.EscapedPath())
-	if err != nil || t.HasKey {
+	path := r.URL.EscapedPath()
+	t, err := wire.ParsePath(path)
+	switch {
+	case path == "/" || err == nil && t.HasKey:
 		w.Header().Set("Allow", "GET, HEAD")
 		httpError(w, http.StatusMethodNotAllowed, "POST only to /<db>, a batch lookup")
+		return
+	case err != nil:
+		// As a GET of the same path: a bad name is the request's fault
+		// whatever the method.
+		code, msg := wire.StatusOf(err)
+		httpError(w, code, msg)
 		return
 	}
 	code := s.serveBatch(w, r, t.DB)
@@ -63,9 +72,20 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveBatch answers a batch lookup of db and returns the status sent.
+// Its body is read within batch_read_timeout and the router's
+// batch_read_bytes; the bytes stay reserved until the answer is written.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) int {
-	parsed, err := wire.ReadBatch(r.Body, s.opts.BatchLimits)
+	parsed, release, err := wire.ReadBatchRequest(w, r, s.batchRd)
+	defer release()
 	if err != nil {
+		switch {
+		case errors.Is(err, wire.ErrBatchBusy):
+			s.bm.refused.WithLabelValues("memory").Inc()
+			w.Header().Set("Retry-After", "1")
+		case errors.Is(err, wire.ErrBatchTimeout):
+			s.bm.refused.WithLabelValues("timeout").Inc()
+			s.log.Debug("batch body not received in time", zap.String("remote", r.RemoteAddr), zap.Error(err))
+		}
 		return httpError(w, wire.BatchStatus(err), err.Error())
 	}
 	s.bm.keys.Observe(float64(len(parsed)))

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"spangle/shared/wire"
 )
 
 // batchMetrics count batch lookups (POST /<db>): the batches by status
@@ -19,9 +21,12 @@ type batchMetrics struct {
 	missing  prometheus.Counter
 	failed   prometheus.Counter
 	retried  prometheus.Counter
+	// refused counts bodies not read to the end: "memory" when the
+	// router held too many batch bytes, "timeout" when the body was late.
+	refused *prometheus.CounterVec
 }
 
-func newBatchMetrics(reg prometheus.Registerer) *batchMetrics {
+func newBatchMetrics(reg prometheus.Registerer, budget *wire.BatchBudget) *batchMetrics {
 	m := &batchMetrics{
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spangle_routerd_batches_total",
@@ -45,8 +50,16 @@ func newBatchMetrics(reg prometheus.Registerer) *batchMetrics {
 			Name: "spangle_routerd_batch_keys_retried_total",
 			Help: "Keys of batch lookups asked of another replica because one did not hold their partition.",
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spangle_routerd_batch_bodies_refused_total",
+			Help: "Batch bodies not read to the end, by reason: memory (batch_read_bytes held already: 503), timeout (not in within batch_read_timeout: 408).",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.batches, m.latency, m.keys, m.outcomes, m.retried)
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "spangle_routerd_batch_body_bytes",
+		Help: "Bytes of batch bodies held now (reserved before they are read; bounded by batch_read_bytes).",
+	}, func() float64 { return float64(budget.Used()) })
+	reg.MustRegister(m.batches, m.latency, m.keys, m.outcomes, m.retried, m.refused, held)
 	m.found = m.outcomes.WithLabelValues("found")
 	m.missing = m.outcomes.WithLabelValues("missing")
 	m.failed = m.outcomes.WithLabelValues("failed")

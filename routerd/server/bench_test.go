@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -40,3 +42,26 @@ func BenchmarkHandlerCacheHit(b *testing.B) { benchHandler(b, 1<<20) }
 // BenchmarkHandlerUncached is the handler's cost through the proxy with a
 // scripted upstream that answers at once.
 func BenchmarkHandlerUncached(b *testing.B) { benchHandler(b, 0) }
+
+// BenchmarkHandlerBatch is the handler's cost for a batch of 16 keys
+// through the proxy, one upstream batch per partition, with a scripted
+// upstream that answers at once.
+func BenchmarkHandlerBatch(b *testing.B) {
+	s, _ := newBatchTestServer(b, 0)
+	var body strings.Builder
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(&body, "key-%d\n", i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &nullWriter{h: http.Header{}}
+		for pb.Next() {
+			clear(w.h)
+			r := httptest.NewRequest("POST", "/db", strings.NewReader(body.String()))
+			s.ServeHTTP(w, r)
+			if w.code != 200 {
+				b.Fatalf("status %d", w.code)
+			}
+		}
+	})
+}

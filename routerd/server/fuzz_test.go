@@ -26,6 +26,8 @@ func FuzzServeHTTP(f *testing.F) {
 		{"GET", "/healthz", ""},
 		{"GET", "/metrics", ""},
 		{"POST", "/db/k", ""},
+		{"POST", "/.hidden", ""},
+		{"POST", "/", ""},
 		{"GET", "/db/k?x=http://evil/", ""},
 		{"GET", "http://evil.example/db/k", ""},
 		{"GET", "//evil.example/db/k", ""},

@@ -49,6 +49,13 @@ type Options struct {
 	// BatchLimits bound a batch lookup (POST /<db>); zero values are
 	// wire's defaults.
 	BatchLimits wire.BatchLimits
+	// BatchReadTimeout bounds how long a batch body may take to arrive
+	// (408 after it); default wire.DefaultBatchReadTimeout.
+	BatchReadTimeout time.Duration
+	// BatchReadBytes bounds the bytes of batch bodies held at once
+	// (503 with Retry-After beyond it); default
+	// wire.DefaultBatchReadBytes.
+	BatchReadBytes int64
 	// Health tunes the per-node breakers.
 	Health health.Options
 	// Registry receives the server's metrics and is what /metrics serves;
@@ -72,6 +79,7 @@ type Server struct {
 	ctype   []string // the default Content-Type header value
 	metrics *metrics
 	bm      *batchMetrics
+	batchRd wire.BatchRead      // its Budget is the router's
 	ownUp   *proxy.HTTPUpstream // the default upstream, closed on shutdown; nil if given
 }
 
@@ -97,7 +105,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, metrics: m, ctype: []string{opts.ContentType}}
-	s.bm = newBatchMetrics(opts.Registry)
+	s.batchRd = wire.BatchRead{Limits: opts.BatchLimits, Timeout: opts.BatchReadTimeout,
+		Budget: wire.NewBatchBudget(opts.BatchReadBytes)}
+	s.bm = newBatchMetrics(opts.Registry, s.batchRd.Budget)
 	if opts.Upstream == nil {
 		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{})
 		opts.Upstream = s.ownUp

@@ -9,11 +9,22 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
+	"time"
 )
 
 // local is a source root on a local file system. Every access goes through
 // an os.Root, so a symlink or a name that leads outside the root fails
 // instead of being followed.
+//
+// Nothing it does can block for good. A file is checked to be a regular
+// file before it is opened and opened with O_NONBLOCK, so that a FIFO or
+// a device put in the root (a marker or a data file) never blocks the
+// open, and the opened file is checked again (fstat), so that one
+// swapped in between is refused too. Every operation runs under
+// Options.LocalTimeout and the caller's context (bounded): a system call
+// that hangs (a dead NFS server) costs a goroutine, not the scan or the
+// shutdown waiting on it.
 type local struct {
 	path string
 	root *os.Root
@@ -29,7 +40,98 @@ func openLocal(path string, opts Options) (*local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRoot, err)
 	}
+	if opts.LocalTimeout <= 0 {
+		opts.LocalTimeout = DefaultLocalTimeout
+	}
 	return &local{path: abs, root: r, opts: opts}, nil
+}
+
+// bounded runs op in a goroutine of its own and waits for it, for ctx, or
+// for d, whichever comes first. ok is false when op was given up on:
+// then op goes on alone, and discard, if not nil, gets its result when it
+// ends (to close a file nobody will read).
+func bounded[T any](ctx context.Context, d time.Duration, what string, op func() (T, error), discard func(T)) (v T, err error, ok bool) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := op()
+		ch <- result{v, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.v, r.err, true
+	case <-ctx.Done():
+		err = fmt.Errorf("source: %s: %w", what, ctx.Err())
+	case <-t.C:
+		err = fmt.Errorf("%w: %s: no answer from the file system within %v", ErrUnavailable, what, d)
+	}
+	if discard != nil {
+		go func() {
+			if r := <-ch; r.err == nil {
+				discard(r.v)
+			}
+		}()
+	}
+	return v, err, false
+}
+
+// within is bounded for an operation that holds nothing when given up on.
+func within[T any](ctx context.Context, d time.Duration, what string, op func() (T, error)) (T, error) {
+	v, err, _ := bounded(ctx, d, what, op, nil)
+	return v, err
+}
+
+// openRegular opens name (relative to the root) for reading, only if it
+// is a regular file of at most max bytes (max < 0: any size), without
+// ever blocking in open: the name is checked first, opened with
+// O_NONBLOCK (a FIFO or a device opens at once instead of waiting for a
+// writer), and the opened file checked again. notRegular wraps the error
+// of anything else. It returns the file and its size.
+func (l *local) openRegular(ctx context.Context, name string, max int64, notRegular error) (*os.File, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	check := func(fi fs.FileInfo) error {
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s: not a regular file (%v)", notRegular, name, fi.Mode().Type())
+		}
+		if max >= 0 && fi.Size() > max {
+			return fmt.Errorf("%w: %s: %d bytes, more than %d", notRegular, name, fi.Size(), max)
+		}
+		return nil
+	}
+	type opened struct {
+		f    *os.File
+		size int64
+	}
+	o, err, _ := bounded(ctx, l.opts.LocalTimeout, "opening "+name, func() (opened, error) {
+		fi, err := l.root.Stat(name)
+		if err != nil {
+			return opened{}, err
+		}
+		if err := check(fi); err != nil {
+			return opened{}, err
+		}
+		f, err := l.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return opened{}, err
+		}
+		fi, err = f.Stat()
+		if err == nil {
+			err = check(fi)
+		}
+		if err != nil {
+			f.Close()
+			return opened{}, err
+		}
+		return opened{f, fi.Size()}, nil
+	}, func(o opened) { o.f.Close() })
+	return o.f, o.size, err
 }
 
 func (l *local) String() string { return "file://" + l.path }
@@ -40,7 +142,9 @@ func (l *local) readDir(ctx context.Context, dir string) ([]fs.DirEntry, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := l.root.Open(dir)
+	// O_NONBLOCK: a FIFO swapped in for the directory opens at once
+	// and fails the check below instead of blocking.
+	f, err := l.root.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, dir)
@@ -48,6 +152,9 @@ func (l *local) readDir(ctx context.Context, dir string) ([]fs.DirEntry, error) 
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotFound, dir)
+	}
 	ents, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, fmt.Errorf("%w: listing %s: %w", ErrUnavailable, dir, err)
@@ -77,13 +184,17 @@ func (l *local) subdirs(ctx context.Context, dir string) ([]string, error) {
 }
 
 func (l *local) DBs(ctx context.Context) ([]string, error) {
-	return l.subdirs(ctx, ".")
+	return within(ctx, l.opts.LocalTimeout, "listing the root", func() ([]string, error) { return l.subdirs(ctx, ".") })
 }
 
 func (l *local) Versions(ctx context.Context, db string) ([]string, error) {
 	if !ValidName(db) {
 		return nil, fmt.Errorf("%w: bad db name %q", ErrNotFound, db)
 	}
+	return within(ctx, l.opts.LocalTimeout, "listing "+db, func() ([]string, error) { return l.versions(ctx, db) })
+}
+
+func (l *local) versions(ctx context.Context, db string) ([]string, error) {
 	vs, err := l.subdirs(ctx, db)
 	if err != nil || !l.opts.RequireSuccess {
 		return vs, err
@@ -109,13 +220,19 @@ func (l *local) Succeeded(ctx context.Context, db, version string) (bool, error)
 	if !ValidName(db) || !ValidName(version) {
 		return false, fmt.Errorf("%w: bad name %q/%q", ErrNotFound, db, version)
 	}
-	return l.succeeded(db, version), nil
+	return within(ctx, l.opts.LocalTimeout, "checking "+db+"/"+version+"/"+SuccessFile, func() (bool, error) {
+		return l.succeeded(db, version), nil
+	})
 }
 
 func (l *local) Files(ctx context.Context, db, version string) ([]File, error) {
 	if !ValidName(db) || !ValidName(version) {
 		return nil, fmt.Errorf("%w: bad name %q/%q", ErrNotFound, db, version)
 	}
+	return within(ctx, l.opts.LocalTimeout, "listing "+db+"/"+version, func() ([]File, error) { return l.files(ctx, db, version) })
+}
+
+func (l *local) files(ctx context.Context, db, version string) ([]File, error) {
 	dir := db + "/" + version
 	ents, err := l.readDir(ctx, dir)
 	if err != nil {
@@ -148,35 +265,98 @@ func (l *local) Open(ctx context.Context, db, version, name string) (io.ReadClos
 	if !ValidName(db) || !ValidName(version) || Hidden(name) || name == "" || filepath.Base(name) != name {
 		return nil, fmt.Errorf("%w: bad file %q/%q/%q", ErrNotFound, db, version, name)
 	}
-	f, err := l.root.Open(db + "/" + version + "/" + name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s/%s/%s", ErrNotFound, db, version, name)
-		}
+	path := db + "/" + version + "/" + name
+	f, size, err := l.openRegular(ctx, path, -1, ErrUnreadable)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, path)
+	case errors.Is(err, ErrUnreadable), errors.Is(err, ErrUnavailable), ctx.Err() != nil:
+		return nil, err
+	default:
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return localFile{f: f}, nil
+	return &localFile{ctx: ctx, f: f, path: path, size: size, left: size, timeout: l.opts.LocalTimeout}, nil
 }
 
-// localFile is a data file being read. A read error that is not the end
-// of the file (EIO from a failing disk, ESTALE on NFS) is ErrUnavailable:
-// the disk failed, not necessarily the data.
+// localFile is a data file being read. It reads exactly the size the
+// file had when it was opened: a file that grows or shrinks meanwhile
+// fails with ErrChanged, as an S3 object that changes mid-read does. A
+// read error that is not the end of the file (EIO from a failing disk,
+// ESTALE on NFS) is ErrUnavailable: the disk failed, not necessarily the
+// data. Each read is bounded (see local): it lands in the file's own
+// buffer and is copied out, so a read given up on never writes into the
+// caller's memory later; the file fails from then on.
 // Only Read and Close: an embedded *os.File would also offer WriteTo,
 // which io.Copy prefers and which would bypass Read.
-type localFile struct{ f *os.File }
-
-// Close drops the file from the page cache (dropCached) and closes it.
-func (f localFile) Close() error {
-	dropCached(f.f)
-	return f.f.Close()
+type localFile struct {
+	ctx     context.Context
+	f       *os.File
+	path    string
+	size    int64 // when opened
+	left    int64 // of size, not read yet
+	timeout time.Duration
+	buf     []byte // where reads land; dropped with a read given up on
+	err     error  // once a read was given up on
 }
 
-func (f localFile) Read(p []byte) (int, error) {
-	n, err := f.f.Read(p)
-	if err != nil && err != io.EOF {
-		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+// maxRead bounds one read (and the file's buffer).
+const maxRead = 1 << 20
+
+// Close drops the file from the page cache (dropCached) and closes it,
+// without waiting past the timeout.
+func (f *localFile) Close() error {
+	_, err := within(context.Background(), f.timeout, "closing "+f.path, func() (struct{}, error) {
+		dropCached(f.f)
+		return struct{}{}, f.f.Close()
+	})
+	return err
+}
+
+func (f *localFile) Read(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
 	}
-	return n, err
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if f.left == 0 {
+		return 0, f.atEnd()
+	}
+	n := int(min(int64(len(p)), f.left, maxRead))
+	if cap(f.buf) < n {
+		f.buf = make([]byte, n)
+	}
+	buf := f.buf[:n]
+	got, err, ok := bounded(f.ctx, f.timeout, "reading "+f.path, func() (int, error) { return f.f.Read(buf) }, nil)
+	if !ok {
+		f.buf, f.err = nil, err
+		return 0, err
+	}
+	copy(p, buf[:got])
+	f.left -= int64(got)
+	switch {
+	case err == io.EOF && f.left > 0:
+		return got, fmt.Errorf("%w: %s: %d bytes shorter than when it was opened", ErrChanged, f.path, f.left)
+	case err == io.EOF:
+		return got, f.atEnd()
+	case err != nil:
+		return got, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return got, nil
+}
+
+// atEnd is the error once the size seen at open has been read: io.EOF,
+// or ErrChanged when the file has grown since.
+func (f *localFile) atEnd() error {
+	fi, err := within(f.ctx, f.timeout, "checking "+f.path, f.f.Stat)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case fi.Size() != f.size:
+		return fmt.Errorf("%w: %s: %d bytes, %d when it was opened", ErrChanged, f.path, fi.Size(), f.size)
+	}
+	return io.EOF
 }
 
 func joinRel(dir, name string) string {
@@ -188,22 +368,11 @@ func joinRel(dir, name string) string {
 
 func (l *local) Pin(ctx context.Context, db string) (string, error) {
 	return readPin(ctx, db, func(ctx context.Context) (io.ReadCloser, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		f, err := l.root.Open(db + "/" + PinFile)
+		// A marker is a few bytes: a larger file is not one.
+		f, size, err := l.openRegular(ctx, db+"/"+PinFile, MaxPinSize, ErrBadPin)
 		if err != nil {
 			return nil, err
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		if !fi.Mode().IsRegular() {
-			f.Close()
-			return nil, fmt.Errorf("%w: not a regular file (%v)", ErrBadPin, fi.Mode().Type())
-		}
-		return f, nil
+		return &localFile{ctx: ctx, f: f, path: db + "/" + PinFile, size: size, left: size, timeout: l.opts.LocalTimeout}, nil
 	})
 }

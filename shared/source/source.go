@@ -85,7 +85,17 @@ type Options struct {
 	S3 S3Options
 	// Registerer receives an s3:// root's metrics; nil registers nowhere.
 	Registerer prometheus.Registerer
+	// LocalTimeout bounds each operation on a local root (a listing, a
+	// stat, an open, one read, a close), as the HTTP client's deadlines
+	// bound S3's; past it the operation fails with ErrUnavailable and its
+	// system call is left behind, so that a hung file system holds no
+	// scan or shutdown. Default DefaultLocalTimeout.
+	LocalTimeout time.Duration
 }
+
+// DefaultLocalTimeout is the default Options.LocalTimeout: far above
+// what any healthy disk or NFS server takes.
+const DefaultLocalTimeout = time.Minute
 
 // Open returns the Source for root: a local path ("/data", "data"), a
 // file:// URI ("file:///data") or an S3 bucket and prefix

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -147,12 +148,20 @@ func AppendBatchKey(dst, key []byte) []byte {
 	return append(append(dst, url.PathEscape(string(key))...), '\n')
 }
 
-// BatchStatus maps an error of ParseBatch or ReadBatch to its status.
+// BatchStatus maps an error of ParseBatch, ReadBatch or
+// ReadBatchRequest to its status: 413 over a limit, 503 (the caller adds
+// Retry-After) when the daemon holds too many batch bytes, 408 when the
+// body did not arrive in time, 400 otherwise.
 func BatchStatus(err error) int {
-	if errors.Is(err, ErrBatchTooLarge) {
-		return 413
+	switch {
+	case errors.Is(err, ErrBatchTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ErrBatchBusy):
+		return StatusUnavailable
+	case errors.Is(err, ErrBatchTimeout):
+		return http.StatusRequestTimeout
 	}
-	return 400
+	return http.StatusBadRequest
 }
 
 // BatchAnswer is the JSON answer of a batch lookup. Keys are as the

@@ -73,6 +73,12 @@ type Config struct {
 	// 413 above them.
 	BatchMaxKeys  int   `toml:"batch_max_keys"`
 	BatchMaxBytes int64 `toml:"batch_max_bytes"`
+	// BatchReadTimeout bounds how long a batch body may take to arrive
+	// (408 after it); BatchReadBytes bounds the bytes of batch bodies the
+	// node holds at once (503 with Retry-After beyond it). Together they
+	// keep slow or stalled clients from holding memory and lookups.
+	BatchReadTimeout time.Duration `toml:"batch_read_timeout"`
+	BatchReadBytes   int64         `toml:"batch_read_bytes"`
 	// TestDelay delays every lookup (tests and benchmarks only).
 	TestDelay time.Duration `toml:"test_delay"`
 	// LogLevel is zap's level name.
@@ -232,6 +238,8 @@ func Default() Config {
 		ScrubRate:        DefaultScrubRate,
 		BatchMaxKeys:     wire.DefaultBatchMaxKeys,
 		BatchMaxBytes:    wire.DefaultBatchMaxBytes,
+		BatchReadTimeout: wire.DefaultBatchReadTimeout,
+		BatchReadBytes:   wire.DefaultBatchReadBytes,
 		Sharding: Sharding{
 			Replication: DefaultReplication, MinReplication: 1,
 			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
@@ -290,6 +298,8 @@ func (c *Config) Validate() error {
 	check(c.MaxInflight < 0, "max_inflight", "must not be negative")
 	check(c.BatchMaxKeys < 1, "batch_max_keys", "must be at least 1")
 	check(c.BatchMaxBytes < 1, "batch_max_bytes", "must be at least 1")
+	check(c.BatchReadTimeout <= 0, "batch_read_timeout", "must be positive")
+	check(c.BatchReadBytes/2 < c.BatchMaxBytes, "batch_read_bytes", "must be at least twice batch_max_bytes")
 	check(c.TestDelay < 0, "test_delay", "must not be negative")
 	check(c.GCHeadroom < 0, "gc_headroom", "must not be negative (0 leaves Go's default)")
 	check(!(c.ScrubRate >= 0), "scrub_rate", "must not be negative (0 turns the scrub off)")

@@ -74,6 +74,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		`source = "/x"` + "\nsettle_time = \"-1s\"":            "settle_time",
 		`source = "/x"` + "\nbatch_max_keys = 0":               "batch_max_keys",
 		`source = "/x"` + "\nbatch_max_bytes = -5":             "batch_max_bytes",
+		`source = "/x"` + "\nbatch_read_timeout = \"0s\"":      "batch_read_timeout",
+		`source = "/x"` + "\nbatch_read_bytes = 1048576":       "batch_read_bytes",
 		`bind = "127.0.0.1:1"`:                                 "source",
 	}
 	for in, key := range cases {

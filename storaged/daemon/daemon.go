@@ -170,7 +170,8 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	sopts := server.Options{
 		Log: log, Registry: reg, ContentType: cfg.ContentType,
 		MaxInflight: cfg.MaxInflight, Delay: cfg.TestDelay, Node: node, Mode: mode, Build: build,
-		BatchLimits: wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
+		BatchLimits:      wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
+		BatchReadTimeout: cfg.BatchReadTimeout, BatchReadBytes: cfg.BatchReadBytes,
 	}
 	if ctl != nil {
 		vopts.Hooks = ctl.Hooks()

@@ -23,9 +23,12 @@ type batchMetrics struct {
 	found    prometheus.Counter
 	missing  prometheus.Counter
 	failed   prometheus.Counter
+	// refused counts bodies not read to the end: "memory" when the
+	// node held too many batch bytes, "timeout" when the body was late.
+	refused *prometheus.CounterVec
 }
 
-func newBatchMetrics(reg prometheus.Registerer) (*batchMetrics, error) {
+func newBatchMetrics(reg prometheus.Registerer, budget *wire.BatchBudget) (*batchMetrics, error) {
 	m := &batchMetrics{
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spangle_storaged_batches_total",
@@ -40,8 +43,16 @@ func newBatchMetrics(reg prometheus.Registerer) (*batchMetrics, error) {
 			Name: "spangle_storaged_batch_key_outcomes_total",
 			Help: "Keys of batch lookups, by outcome: found, missing, failed.",
 		}, []string{"outcome"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spangle_storaged_batch_bodies_refused_total",
+			Help: "Batch bodies not read to the end, by reason: memory (batch_read_bytes held already: 503), timeout (not in within batch_read_timeout: 408).",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.batches, m.keys, m.outcomes} {
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "spangle_storaged_batch_body_bytes",
+		Help: "Bytes of batch bodies held now (reserved before they are read; bounded by batch_read_bytes).",
+	}, func() float64 { return float64(budget.Used()) })
+	for _, c := range []prometheus.Collector{m.batches, m.keys, m.outcomes, m.refused, held} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("server: registering batch metrics: %w", err)
 		}
@@ -56,8 +67,18 @@ var allowBatch = []string{"GET, HEAD, POST"}
 
 // servePost serves a POST: a batch lookup when the path names a db.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) int {
-	t, err := wire.ParsePath(r.URL.EscapedPath())
-	if err != nil || t.HasKey {
+	path := r.URL.EscapedPath()
+	t, err := wire.ParsePath(path)
+	switch {
+	case path == "/":
+		w.Header()["Allow"] = allowGetHead
+		return httpError(w, r, http.StatusMethodNotAllowed, "POST only to /<db>, a batch lookup")
+	case err != nil:
+		// As a GET of the same path: a bad name is the request's fault
+		// whatever the method.
+		code, msg := wire.StatusOf(err)
+		return httpError(w, r, code, msg)
+	case t.HasKey:
 		w.Header()["Allow"] = allowGetHead
 		return httpError(w, r, http.StatusMethodNotAllowed, "POST only to /<db>, a batch lookup")
 	}
@@ -68,16 +89,21 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) int {
 
 // serveBatch answers a batch lookup of db from one version: the pinned
 // one, else the active one. It returns the status sent.
+//
+// The body is read first, within batch_read_timeout and the node's
+// batch_read_bytes, and only then is an in-flight slot taken: a client
+// that sends its body slowly holds no slot that lookups need.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) int {
+	keys, release, err := wire.ReadBatchRequest(w, r, s.batchRead)
+	defer release()
+	if err != nil {
+		return s.batchReadFailed(w, r, err)
+	}
 	n := s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	if s.opts.MaxInflight > 0 && n > int64(s.opts.MaxInflight) {
 		w.Header()["Retry-After"] = s.retryAfter
 		return httpError(w, r, wire.StatusUnavailable, "overloaded")
-	}
-	keys, err := wire.ReadBatch(r.Body, s.opts.BatchLimits)
-	if err != nil {
-		return httpError(w, r, wire.BatchStatus(err), err.Error())
 	}
 	s.batch.keys.Observe(float64(len(keys)))
 	if s.opts.Delay > 0 {
@@ -135,6 +161,19 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
 	return http.StatusOK
+}
+
+// batchReadFailed answers a batch whose body could not be read.
+func (s *Server) batchReadFailed(w http.ResponseWriter, r *http.Request, err error) int {
+	switch {
+	case errors.Is(err, wire.ErrBatchBusy):
+		s.batch.refused.WithLabelValues("memory").Inc()
+		w.Header()["Retry-After"] = s.retryAfter
+	case errors.Is(err, wire.ErrBatchTimeout):
+		s.batch.refused.WithLabelValues("timeout").Inc()
+		s.log.Debug("batch body not received in time", zap.String("remote", r.RemoteAddr), zap.Error(err))
+	}
+	return httpError(w, r, wire.BatchStatus(err), err.Error())
 }
 
 var jsonType = []string{wire.ContentTypeJSON}

@@ -21,6 +21,8 @@ func FuzzServeHTTP(f *testing.F) {
 	}
 	f.Add("HEAD", "/bin/empty", "v1")
 	f.Add("PUT", "/bin/x", "")
+	f.Add("POST", "/.hidden", "")
+	f.Add("POST", "/", "")
 	f.Add("GET", "/bin/a/b/c", "v0")
 	fx := newFixture(f, Options{})
 	allowed := map[int]bool{200: true, 400: true, 404: true, 405: true, 410: true, 414: true}

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -26,6 +28,27 @@ func BenchmarkHandlerGet(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.h)
+		s.ServeHTTP(w, r)
+		if w.code != http.StatusOK {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+// BenchmarkHandlerBatch is the handler's cost for a batch of 16 keys of
+// the test data (found and missing), the body read and the lookups
+// included.
+func BenchmarkHandlerBatch(b *testing.B) {
+	s := newFixture(b, Options{}).handler
+	var body strings.Builder
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(&body, "%d/boy\n", 1880+i)
+	}
+	w := &nullWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		r := httptest.NewRequest("POST", "/baby-names", strings.NewReader(body.String()))
 		s.ServeHTTP(w, r)
 		if w.code != http.StatusOK {
 			b.Fatalf("status %d", w.code)

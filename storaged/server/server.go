@@ -52,6 +52,13 @@ type Options struct {
 	// BatchLimits bound a batch lookup (POST /<db>); zero values are
 	// wire's defaults.
 	BatchLimits wire.BatchLimits
+	// BatchReadTimeout bounds how long a batch body may take to arrive
+	// (408 after it); default wire.DefaultBatchReadTimeout.
+	BatchReadTimeout time.Duration
+	// BatchReadBytes bounds the bytes of batch bodies held at once
+	// (503 with Retry-After beyond it); default
+	// wire.DefaultBatchReadBytes.
+	BatchReadBytes int64
 	// Delay holds every key lookup this long before answering: for tests
 	// and benchmarks of routers (slow replicas). Off by default.
 	Delay time.Duration
@@ -82,7 +89,8 @@ type Server struct {
 	retryAfter  []string
 	lengths     [][]string // Content-Length values of short bodies, by length
 	inflight    atomic.Int64
-	values      sync.Pool // *[]byte for values, see valueBuffer
+	batchRead   wire.BatchRead // its Budget is the node's
+	values      sync.Pool      // *[]byte for values, see valueBuffer
 	metrics     *metrics
 	batch       *batchMetrics
 	metricsH    http.Handler
@@ -114,6 +122,8 @@ func New(opts Options) (*Server, error) {
 		contentType: []string{opts.ContentType},
 		retryAfter:  []string{strconv.Itoa(secs)},
 	}
+	s.batchRead = wire.BatchRead{Limits: opts.BatchLimits, Timeout: opts.BatchReadTimeout,
+		Budget: wire.NewBatchBudget(opts.BatchReadBytes)}
 	s.lengths = make([][]string, prebuiltLengths)
 	for n := range s.lengths {
 		s.lengths[n] = []string{strconv.Itoa(n)}
@@ -123,7 +133,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	if s.batch, err = newBatchMetrics(opts.Registry); err != nil {
+	if s.batch, err = newBatchMetrics(opts.Registry, s.batchRead.Budget); err != nil {
 		return nil, err
 	}
 	s.metricsH = promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})

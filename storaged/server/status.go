@@ -58,7 +58,13 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, db string) 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) int {
 	h := s.opts.Versions.Health()
 	code := http.StatusNotFound
-	for _, vs := range h {
+	for db, vs := range h {
+		if len(vs) == 0 {
+			// A db directory that holds no version yet: nothing to
+			// report, and an empty entry reads as a broken db.
+			delete(h, db)
+			continue
+		}
 		for _, v := range vs {
 			if v.State == wire.StateActive {
 				code = http.StatusOK

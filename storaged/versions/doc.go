@@ -5,8 +5,9 @@
 // been unused for the retention period, and deletes them from disk.
 //
 // A scan heads for the newest version that can be loaded (plan.go): it
-// passes over versions whose files are still changing (the settle time),
-// and versions that failed with the files they still have, so a broken
+// passes over versions whose files are still changing (the settle time,
+// counted from when this node first saw their file list, never from file
+// times; such a version shows as SETTLING), and versions that failed with the files they still have, so a broken
 // newest version leaves the previous one served. A version failed by a
 // transient error (the source unreachable, an object changed mid-read, a
 // local disk error: Transient) is passed over only until its backoff is
@@ -57,8 +58,10 @@
 //   - another activated: another version of the db became active.
 //   - cancel: a scan no longer wants it, its files changed, its db left
 //     the source, or the manager stops.
-//   - remove: the same for a servable version, or a superseded one unused
-//     for the retention period.
+//   - remove: the same for a servable version (but not its files
+//     changing: a servable version whose files change is built again
+//     beside the copy that serves and swapped in, its phase unchanged;
+//     rebuild.go), or a superseded one unused for the retention period.
 //   - unpublished: Hooks.BeforeRemove returned.
 //   - deleted: closed once no request uses it, and its files deleted.
 //   - forgotten: a scan no longer reaches a failed version, its files
@@ -68,6 +71,10 @@
 // because its files changed or the source went back to it, carries a
 // reload mark, not a phase of its own: once it is gone a scan runs, to
 // load it anew.
+//
+// Until the versions the local store held complete at the start answer,
+// Ready is false and the server answers 503 rather than 404 for what it
+// cannot find (startup.go).
 //
 // Pinned requests find loaded, active, superseded and retiring versions;
 // unpinned ones the active one. /healthz says BUILDING for building,

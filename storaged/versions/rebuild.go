@@ -110,10 +110,17 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 	case <-vs.durable: // its first load may still be writing its manifest
 	case <-ctx.Done():
 	}
-	held, err := m.rebuildHeld(ctx, db, vs.name, len(rb.files), n, heldBefore)
+	nNow, err := loader.NumPartitions(rb.files)
+	if err != nil {
+		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
+	}
+	var held []int
+	if err == nil {
+		held, err = m.rebuildHeld(ctx, db, vs.name, nNow, n, heldBefore)
+	}
 	var nv *Version
 	if err == nil && ctx.Err() == nil {
-		nv, err = m.buildBeside(ctx, db, vs.name, rb.files, held)
+		nv, err = m.buildBeside(ctx, db, vs.name, rb.files, nNow, held)
 	}
 
 	m.mu.Lock()
@@ -199,9 +206,10 @@ func (m *Manager) rebuildHeld(ctx context.Context, db, name string, nNow, nBefor
 	return held, nil
 }
 
-// buildBeside builds db/name from files into the store's rebuild
-// directory, syncs it, marks its manifest complete and opens it there.
-func (m *Manager) buildBeside(ctx context.Context, db, name string, files []source.File, held []int) (*Version, error) {
+// buildBeside builds db/name (n partitions) from files into the store's
+// rebuild directory, syncs it, marks its manifest complete and opens it
+// there.
+func (m *Manager) buildBeside(ctx context.Context, db, name string, files []source.File, n int, held []int) (*Version, error) {
 	st := m.opts.Store
 	if err := st.RemoveRebuild(db, name); err != nil {
 		return nil, localErr(err)
@@ -227,12 +235,12 @@ func (m *Manager) buildBeside(ctx context.Context, db, name string, files []sour
 	if err := res.Sync(); err != nil {
 		return nil, localErr(err)
 	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: len(files), Partitions: held, Files: files,
+	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files,
 		Created: created, Loaded: m.opts.Now().UTC(), Complete: true}
 	if err := st.WriteRebuildManifest(man); err != nil {
 		return nil, localErr(err)
 	}
-	v, err := m.openIn(dir, db, name, len(files), created, held)
+	v, err := m.openIn(dir, db, name, n, created, held)
 	if err != nil {
 		return nil, localErr(err)
 	}

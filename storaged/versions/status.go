@@ -104,7 +104,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				ds.Versions[vname] = st
 			} else {
 				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
-					NumPartitions: len(w.files), Partitions: []int{}}
+					NumPartitions: numPartitions(w.files), Partitions: []int{}}
 			}
 		}
 		out[name] = ds
