@@ -80,3 +80,10 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )
+
+// The Go client is its own module, so that an app importing it gets none
+// of the server's dependencies (docs/design.md); clienttest runs it
+// against the daemons.
+require spangle/client v0.0.0
+
+replace spangle/client => ./client

@@ -12,15 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"spangle/shared/wire"
 )
 
 // Defaults of Options.
 const (
 	DefaultMaxRetries    = 2
 	DefaultMaxRetryAfter = 5 * time.Second
-	DefaultBatchSize     = wire.DefaultBatchMaxKeys
+	DefaultBatchSize     = defaultBatchMaxKeys
 	DefaultMaxValueSize  = 64 << 20
 )
 
@@ -169,12 +167,12 @@ func (c *Client) Get(ctx context.Context, db string, key []byte, opts ...Option)
 	if len(key) == 0 {
 		return Value{}, fmt.Errorf("%w: empty key", ErrBadRequest)
 	}
-	u := c.base + wire.KeyPath(db, key)
+	u := c.base + keyPath(db, key)
 	status, hdr, body, err := c.do(ctx, http.MethodGet, u, nil, cl.version)
 	if err != nil {
 		return Value{}, err
 	}
-	v := Value{Version: hdr.Get(wire.HeaderVersion)}
+	v := Value{Version: hdr.Get(headerVersion)}
 	switch {
 	case status == http.StatusOK:
 		v.Found, v.Value = true, body
@@ -197,7 +195,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte, version 
 			req.Body, req.GetBody, req.ContentLength = nil, nil, 0
 		}
 		if version != "" {
-			req.Header[wire.HeaderVersion] = []string{version}
+			req.Header[headerVersion] = []string{version}
 		}
 		resp, err := c.opts.HTTPClient.Do(req)
 		if err != nil {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-
-	"spangle/shared/wire"
 )
 
 // Batch is the answer of MultiGet: every distinct key asked is in
@@ -67,7 +65,7 @@ func (c *Client) MultiGet(ctx context.Context, db string, keys [][]byte, opts ..
 		var body []byte
 		n := 0
 		for ; n < len(escs) && n < c.opts.BatchSize; n++ {
-			if n > 0 && len(body)+len(escs[n])+1 > wire.DefaultBatchMaxBytes {
+			if n > 0 && len(body)+len(escs[n])+1 > defaultBatchMaxBytes {
 				break
 			}
 			body = append(append(body, escs[n]...), '\n')
@@ -79,7 +77,7 @@ func (c *Client) MultiGet(ctx context.Context, db string, keys [][]byte, opts ..
 		if status != http.StatusOK {
 			return nil, statusError(http.MethodPost, u, status, hdr, b)
 		}
-		a, err := wire.DecodeBatchAnswer(b)
+		a, err := decodeBatchAnswer(b)
 		if err != nil {
 			return nil, fmt.Errorf("client: POST %s: %w: %w", u, ErrUnavailable, err)
 		}
@@ -92,7 +90,7 @@ func (c *Client) MultiGet(ctx context.Context, db string, keys [][]byte, opts ..
 			if v, ok := a.Found[esc]; ok {
 				out.Found[string(k)] = v
 			} else if reason, ok := a.Failed[esc]; ok {
-				out.Failed[string(k)] = &KeyError{Key: k, Status: wire.FailStatus(reason), Reason: reason}
+				out.Failed[string(k)] = &KeyError{Key: k, Status: failStatus(reason), Reason: reason}
 			}
 		}
 		for _, esc := range a.Missing {

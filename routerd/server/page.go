@@ -69,6 +69,7 @@ type pageDB struct {
 	Name     string
 	Served   string
 	Pin      *partmap.PinState
+	PinError string
 	Versions []pageVersion
 }
 
@@ -177,7 +178,7 @@ func summarize(name string, d DBStatus) dbSummary {
 // dbDetail is db's own page: every version, newest first, with its
 // partitions.
 func dbDetail(name string, d DBStatus) pageDB {
-	pd := pageDB{Name: name, Served: d.Served, Pin: d.Pin}
+	pd := pageDB{Name: name, Served: d.Served, Pin: d.Pin, PinError: d.PinError}
 	for _, vn := range newestFirst(d.Versions) {
 		v := d.Versions[vn]
 		pv := pageVersion{Name: vn, State: v.State, Reason: v.Reason, Complete: v.Complete, Created: v.Created.UTC().Format("2006-01-02 15:04:05 MST")}
@@ -226,7 +227,7 @@ th{background:#f3f3f3}
 {{else}}<p>No databases known yet.</p>
 {{end}}{{else}}{{range $db := .DBs}}<section class="db" id="db-{{.Name}}">
 <h3>{{.Name}} — serving {{if .Served}}<span class="ACTIVE">{{.Served}}</span>{{else}}nothing yet{{end}}</h3>
-{{with .Pin}}<p class="pin">{{if .Pinned}}Pinned to <b>{{.Pinned}}</b> by _PIN: newer versions wait for the unpin{{else}}Unpinned{{end}} (pin generation {{.Generation}}).{{with .Pending}} Pin to {{.Version}} (generation {{.Generation}}) waits for the version to be complete; the served version is frozen meanwhile.{{end}}</p>
+{{with .PinError}}<p><b>_PIN not followed:</b> {{.}}</p>{{end}}{{with .Pin}}<p class="pin">{{if .Pinned}}Pinned to <b>{{.Pinned}}</b> by _PIN: newer versions wait for the unpin{{else}}Unpinned{{end}} (pin generation {{.Generation}}).{{with .Pending}} Pin to {{.Version}} (generation {{.Generation}}) waits for the version to be complete; the served version is frozen meanwhile.{{end}}</p>
 {{end}}{{range .Versions}}<h4>version {{.Name}}: <span class="{{.State}}">{{.State}}</span>{{with .Loading}}, {{.}}{{end}}{{if .Reason}} ({{.Reason}}){{end}}{{if not .Complete}} (incomplete){{end}}, built {{.Created}}</h4>
 <table class="partitions" data-db="{{$db.Name}}" data-version="{{.Name}}">
 <thead><tr><th>partition</th><th>replicas</th></tr></thead><tbody>

@@ -64,3 +64,26 @@ func TestPinnedAnswers(t *testing.T) {
 		t.Errorf("metrics still show a pin after the unpin")
 	}
 }
+
+// A marker the nodes do not follow shows in routerd's status too (JSON,
+// which `spangle status` reads, and the db's page); what is served stays.
+func TestPinErrorShows(t *testing.T) {
+	s, mir, _ := newTestServer(t, twoNodeMap(), 1<<20)
+	m := twoNodeMap()
+	m.PinErrors = map[string]string{"db": `versions: pinned version "bogus" is not in the source; what is served stays`}
+	mir.Publish(m)
+	w := do(s, "GET", "/db", "Accept", "application/json")
+	var st Status
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.DBs["db"].PinError != m.PinErrors["db"] || st.DBs["db"].Served != "v2" {
+		t.Fatalf("status with a bad marker: %s", w.Body.String())
+	}
+	if body := do(s, "GET", "/db").Body.String(); !strings.Contains(body, "_PIN not followed") || !strings.Contains(body, "bogus") {
+		t.Fatalf("the db's page does not show the bad marker: %s", body)
+	}
+	if w := do(s, "GET", "/db/k"); w.Body.String() != "v2:k" {
+		t.Fatalf("lookup under a bad marker: %q", w.Body.String())
+	}
+}

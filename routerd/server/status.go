@@ -38,6 +38,9 @@ type DBStatus struct {
 	// newer pin waiting for its version to be complete. Absent when no
 	// pin was ever published.
 	Pin *partmap.PinState `json:"pin,omitempty"`
+	// PinError says why the nodes do not follow the db's _PIN marker, as
+	// they report it (static discovery); what is served stays.
+	PinError string `json:"pin_error,omitempty"`
 }
 
 // VersionStatus is one version and where its partitions live.
@@ -77,7 +80,7 @@ func (s *Server) Status(db string) Status {
 		if db != "" && name != db {
 			continue
 		}
-		ds := DBStatus{Served: st.Served(name), Versions: map[string]VersionStatus{}}
+		ds := DBStatus{Served: st.Served(name), Versions: map[string]VersionStatus{}, PinError: m.PinErrors[name]}
 		if p := st.PinOf(name); p.Generation > 0 || p.Pending != nil {
 			ds.Pin = &p
 		}

@@ -6,9 +6,10 @@ import (
 	"runtime/debug"
 )
 
-// version is set by the linker (see the package comment); it is the one
-// value of this package, fixed before main runs and never written.
-var version string
+// version and commit are set by the linker (see the package comment):
+// the only values of this package, fixed before main runs and never
+// written.
+var version, commit string
 
 // Info describes one build.
 type Info struct {
@@ -30,6 +31,9 @@ func Get() Info {
 		if in.Version == "" {
 			in.Version = "(devel)"
 		}
+		if commit != "" {
+			in.Commit = commit
+		}
 		return in
 	}
 	if in.Version == "" {
@@ -49,6 +53,9 @@ func Get() Info {
 	}
 	if dirty && in.Commit != "unknown" {
 		in.Commit += "-dirty"
+	}
+	if in.Commit == "unknown" && commit != "" {
+		in.Commit = commit
 	}
 	if bi.GoVersion != "" {
 		in.GoVersion = bi.GoVersion

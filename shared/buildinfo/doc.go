@@ -6,6 +6,7 @@
 // The commit and a dirty flag come from what the Go toolchain stamps in
 // every binary built inside a git checkout (runtime/debug.ReadBuildInfo).
 // The version is what the Makefile's build sets from `git describe` with
-// -ldflags "-X spangle/shared/buildinfo.version=..."; a binary built
+// -ldflags "-X spangle/shared/buildinfo.version=..." (and .commit, used
+// when the toolchain stamped none, as in a git worktree); a binary built
 // otherwise reports the module's version, "(devel)" for a local build.
 package buildinfo

@@ -19,6 +19,11 @@ type Map struct {
 	// included (Version ""), so that its generation stays known. nil when
 	// none was ever published.
 	Pins map[string]Pin `json:"pins,omitempty"`
+	// PinErrors holds, per db, why the nodes do not follow its _PIN
+	// marker (a missing version, a malformed marker), so that a router's
+	// status shows it too. Only static discovery fills it, from the
+	// nodes' status pages; nil when no node reports one.
+	PinErrors map[string]string `json:"pin_errors,omitempty"`
 }
 
 // Version is where one version's partitions live.

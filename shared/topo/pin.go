@@ -1,6 +1,9 @@
 package topo
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Pins is the parent of the pin entries, one persistent pins/<db> per db
 // ever pinned, holding Pin JSON.
@@ -36,4 +39,19 @@ func (b *Builder) AddPin(db string, p Pin) {
 		b.m.Pins = map[string]Pin{}
 	}
 	b.m.Pins[db] = p
+}
+
+// AddPinError records why a node does not follow db's _PIN marker; the
+// distinct reasons of several nodes are joined.
+func (b *Builder) AddPinError(db, reason string) {
+	b.init()
+	if b.m.PinErrors == nil {
+		b.m.PinErrors = map[string]string{}
+	}
+	switch cur := b.m.PinErrors[db]; {
+	case cur == "":
+		b.m.PinErrors[db] = reason
+	case !strings.Contains(cur, reason):
+		b.m.PinErrors[db] = cur + "; " + reason
+	}
 }

@@ -174,8 +174,10 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 	err := c.opts.Conn.RegisterNode(ctx, c.opts.Node)
 	switch {
 	case errors.Is(err, topo.ErrUnavailable):
-		// Remembered by the Conn: it registers once the service is back.
-		c.log.Warn("coordination service unavailable; will register once it is back", zap.Error(err))
+		// Remembered by the Conn: it registers once the session is up.
+		// At a start the session is not up yet: that is normal, and an
+		// outage is warned of by the Conn itself (its first failed dial).
+		c.log.Info("registering once the coordination service's session is up", zap.Error(err))
 	case err != nil:
 		return fmt.Errorf("cluster: registering %s: %w", topo.NodeName(c.opts.Node.ShardID, c.opts.Node.Addr), err)
 	default:

@@ -37,7 +37,7 @@ func (z zkFlag) Set(s string) error {
 func bind(fs *flag.FlagSet, c *Config, path *string, version *bool) {
 	fs.StringVar(path, "config", "", "TOML config file (sequins' keys); flags win over it")
 	fs.BoolVar(version, "version", false, "print the version, commit and Go release, and exit")
-	fs.StringVar(&c.Source, "source", c.Source, "source root: a path, file:// URI or s3://bucket/prefix (source)")
+	fs.StringVar(&c.Source, "source", c.Source, "source root, required: a path, file:// URI or s3://bucket/prefix (source)")
 	fs.StringVar(&c.LocalStore, "local-store", c.LocalStore, "directory for loaded versions (local_store)")
 	fs.StringVar(&c.Bind, "bind", c.Bind, "HTTP listen address (bind)")
 	fs.StringVar(&c.Debug.Bind, "debug-bind", c.Debug.Bind, "serve /debug/pprof/ and /debug/vars on this address; never the lookup address (debug.bind)")

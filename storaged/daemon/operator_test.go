@@ -2,17 +2,25 @@ package daemon
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
+	"go.uber.org/zap/zaptest"
+
 	"spangle/shared/seqfile"
+	"spangle/storaged/config"
 	"spangle/storaged/internal/testutil"
 )
 
@@ -151,4 +159,59 @@ pprof = true
 			t.Errorf("log shows %q:\n%s", bad, out)
 		}
 	}
+}
+
+// TestREADMEBatchExample runs the README's batch lookup, as printed,
+// against a storaged serving make run's sample data, and compares the
+// answer with the one the README prints.
+func TestREADMEBatchExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(readme), "\n")
+	var keys, want string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "printf '") && strings.Contains(l, "--data-binary") && i+1 < len(lines) {
+			keys, _, _ = strings.Cut(strings.TrimPrefix(l, "printf '"), "'")
+			want = strings.TrimPrefix(lines[i+1], "# ")
+			if !strings.Contains(l, "http://127.0.0.1:9590/baby-names") {
+				t.Fatalf("the example does not ask routerd for make run's db: %s", l)
+			}
+			break
+		}
+	}
+	if keys == "" || want == "" {
+		t.Fatal("no batch example in the README")
+	}
+	cfg := config.Default()
+	cfg.Source = filepath.Join("..", "..", "testdata", "sample")
+	cfg.LocalStore, cfg.Bind = t.TempDir(), "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := Start(ctx, cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + d.Addr
+	waitFor(t, "healthy", func() bool { c, _, _ := httpGet(t, base+"/healthz"); return c == 200 })
+	body := strings.ReplaceAll(keys, `\n`, "\n")
+	resp, err := http.Post(base+"/baby-names", "text/plain", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("answer %q: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("the README's answer %q: %v", want, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("README prints %s; storaged answers %s", want, got)
+	}
+	cancel()
+	d.Wait()
 }

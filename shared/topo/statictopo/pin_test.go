@@ -32,3 +32,19 @@ func TestLatestPins(t *testing.T) {
 		}
 	}
 }
+
+// A live node's reason for not following a db's _PIN reaches the map, so
+// that routerd's status shows it too.
+func TestPinErrorsReachTheMap(t *testing.T) {
+	var b topo.Builder
+	bad := &wire.NodeStatus{DBs: map[string]wire.DBStatus{"db": {PinError: `pinned version "bogus" is not in the source`}, "ok": {}}}
+	pinErrors(&b, bad)
+	pinErrors(&b, bad) // a second node saying the same
+	m := b.Build(1)
+	if got := m.PinErrors["db"]; got != `pinned version "bogus" is not in the source` {
+		t.Errorf("PinErrors[db] = %q", got)
+	}
+	if _, ok := m.PinErrors["ok"]; ok || len(m.PinErrors) != 1 {
+		t.Errorf("PinErrors = %v", m.PinErrors)
+	}
+}

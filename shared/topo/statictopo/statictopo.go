@@ -188,15 +188,20 @@ func (w *Watcher) Poll(ctx context.Context) {
 			}
 		}
 		if st := w.last[n.addr]; st != nil {
-			add(&b, n.addr, st, w.misses[n.addr] < w.opts.Misses)
+			live := w.misses[n.addr] < w.opts.Misses
+			add(&b, n.addr, st, live)
 			latestPins(pins, st)
+			if live {
+				pinErrors(&b, st)
+			}
 		}
 	}
 	for db, p := range pins {
 		b.AddPin(db, p)
 	}
 	next := b.Build(0)
-	if cur := w.Map(); cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) && reflect.DeepEqual(cur.Pins, next.Pins) {
+	if cur := w.Map(); cur.Revision > 0 && reflect.DeepEqual(cur.Nodes, next.Nodes) && reflect.DeepEqual(cur.DBs, next.DBs) && reflect.DeepEqual(cur.Pins, next.Pins) &&
+		reflect.DeepEqual(cur.PinErrors, next.PinErrors) {
 		return
 	}
 	w.Publish(next)
@@ -239,6 +244,15 @@ func latestPins(pins map[string]topo.Pin, st *wire.NodeStatus) {
 		}
 		if ds.PinGeneration > pins[db].Generation {
 			pins[db] = topo.Pin{Version: ds.Pin, Generation: ds.PinGeneration}
+		}
+	}
+}
+
+// pinErrors records why a live node does not follow a db's _PIN marker.
+func pinErrors(b *topo.Builder, st *wire.NodeStatus) {
+	for db, ds := range st.DBs {
+		if topo.ValidName(db) && ds.PinError != "" {
+			b.AddPinError(db, ds.PinError)
 		}
 	}
 }

@@ -225,7 +225,14 @@ func (c *Conn) onEvent(ev zk.Event) {
 		case zk.StateExpired:
 			c.log.Warn("zktopo: session expired; a new one will publish everything again")
 		case zk.StateDisconnected:
-			if c.up.Swap(false) {
+			if !c.up.Swap(false) {
+				break
+			}
+			select {
+			case <-c.closed:
+				// Close hung up: a clean stop, not an outage.
+				c.log.Info("zktopo: disconnected on close", zap.String("server", ev.Server))
+			default:
 				c.log.Warn("zktopo: disconnected; the last map stays in force", zap.String("server", ev.Server))
 			}
 		}

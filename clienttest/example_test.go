@@ -1,4 +1,4 @@
-package client_test
+package clienttest
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // exampleServer is the storaged that TestMain runs for the examples.
-var exampleServer = client.ServerForExamples
+func exampleServer() string { return exampleBase }
 
 func ExampleClient_MultiGet() {
 	c, err := client.New(exampleServer(), client.Options{})

@@ -1,4 +1,4 @@
-package client
+package clienttest
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/client"
 	"spangle/shared/hashring"
 	"spangle/shared/proctest"
 	"spangle/shared/seqfile"
@@ -88,10 +89,6 @@ func startServerForExamples(dir string) (func(), error) {
 	exampleBase = "http://" + l
 	return stop, nil
 }
-
-// ServerForExamples is the examples' server, for the package's external
-// tests.
-func ServerForExamples() string { return exampleBase }
 
 func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -180,9 +177,9 @@ func startRouterd(t *testing.T, db, key string, nodes ...string) string {
 	}
 }
 
-func newClient(t *testing.T, base string, opts Options) *Client {
+func newClient(t *testing.T, base string, opts client.Options) *client.Client {
 	t.Helper()
-	c, err := New(base, opts)
+	c, err := client.New(base, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +189,7 @@ func newClient(t *testing.T, base string, opts Options) *Client {
 
 // TestGetAndMultiGet: through routerd and on storaged alone, every odd
 // key round-trips through Get and MultiGet; not found is no error;
-// pinning works and a version nobody holds is ErrGone; an unknown db is
+// pinning works and a version nobody holds is client.ErrGone; an unknown db is
 // ErrNoDB.
 func TestGetAndMultiGet(t *testing.T) {
 	root := t.TempDir()
@@ -206,7 +203,7 @@ func TestGetAndMultiGet(t *testing.T) {
 	for _, base := range []string{rd, st1} {
 		// Three keys a request: MultiGet splits the batch and pins the
 		// later requests to the first one's version.
-		c := newClient(t, base, Options{BatchSize: 3})
+		c := newClient(t, base, client.Options{BatchSize: 3})
 		var keys [][]byte
 		for k, v := range recs {
 			keys = append(keys, []byte(k))
@@ -220,7 +217,7 @@ func TestGetAndMultiGet(t *testing.T) {
 			t.Fatalf("%s: missing key: %+v %v", base, got, err)
 		}
 		keys = append(keys, []byte("nope"), []byte("key-1"))
-		b, err := c.MultiGet(ctx, "db", keys, Pin("v1"))
+		b, err := c.MultiGet(ctx, "db", keys, client.Pin("v1"))
 		if err != nil {
 			t.Fatalf("%s: MultiGet: %v", base, err)
 		}
@@ -232,17 +229,17 @@ func TestGetAndMultiGet(t *testing.T) {
 				t.Fatalf("%s: MultiGet %q: %d bytes, want %d", base, k, len(b.Found[k]), len(v))
 			}
 		}
-		if _, err := c.Get(ctx, "db", []byte("key-1"), Pin("v0")); !errors.Is(err, ErrGone) {
+		if _, err := c.Get(ctx, "db", []byte("key-1"), client.Pin("v0")); !errors.Is(err, client.ErrGone) {
 			t.Fatalf("%s: pinned to a version nobody holds: %v", base, err)
 		}
-		if _, err := c.MultiGet(ctx, "db", keys[:2], Pin("v0")); !errors.Is(err, ErrGone) {
+		if _, err := c.MultiGet(ctx, "db", keys[:2], client.Pin("v0")); !errors.Is(err, client.ErrGone) {
 			t.Fatalf("%s: batch pinned to a version nobody holds: %v", base, err)
 		}
-		var se *StatusError
-		if _, err := c.Get(ctx, "nodb", []byte("k")); !errors.Is(err, ErrNoDB) || !errors.As(err, &se) || se.Status != 404 {
+		var se *client.StatusError
+		if _, err := c.Get(ctx, "nodb", []byte("k")); !errors.Is(err, client.ErrNoDB) || !errors.As(err, &se) || se.Status != 404 {
 			t.Fatalf("%s: unknown db: %v", base, err)
 		}
-		if _, err := c.MultiGet(ctx, "db", [][]byte{{}}); !errors.Is(err, ErrBadRequest) {
+		if _, err := c.MultiGet(ctx, "db", [][]byte{{}}); !errors.Is(err, client.ErrBadRequest) {
 			t.Fatalf("%s: empty key: %v", base, err)
 		}
 	}
@@ -277,7 +274,7 @@ func TestRetryOn503(t *testing.T) {
 	shedBefore := shed(t, st)
 
 	hold()
-	c := newClient(t, st, Options{MaxRetries: 3})
+	c := newClient(t, st, client.Options{MaxRetries: 3})
 	v, err := c.Get(ctx, "db", []byte("key-7"))
 	if err != nil || string(v.Value) != "value-7" {
 		t.Fatalf("Get with retries: %v %+v", err, v)
@@ -292,15 +289,15 @@ func TestRetryOn503(t *testing.T) {
 	}
 
 	hold()
-	none := newClient(t, st, Options{MaxRetries: -1})
-	var se *StatusError
-	if _, err := none.Get(ctx, "db", []byte("key-7")); !errors.Is(err, ErrOverloaded) || !errors.As(err, &se) || se.RetryAfter != time.Second {
+	none := newClient(t, st, client.Options{MaxRetries: -1})
+	var se *client.StatusError
+	if _, err := none.Get(ctx, "db", []byte("key-7")); !errors.Is(err, client.ErrOverloaded) || !errors.As(err, &se) || se.RetryAfter != time.Second {
 		t.Fatalf("no retries: %v", err)
 	}
 	hold()
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	if _, err := c.Get(short, "db", []byte("key-7")); !errors.Is(err, ErrOverloaded) {
+	if _, err := c.Get(short, "db", []byte("key-7")); !errors.Is(err, client.ErrOverloaded) {
 		t.Fatalf("deadline sooner than Retry-After: %v, want the 503 at once", err)
 	}
 }
@@ -351,7 +348,7 @@ func TestCancelledContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := startStoraged(t, root, "--test-delay", "30s")
-	c := newClient(t, st, Options{})
+	c := newClient(t, st, client.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	if _, err := c.Get(ctx, "db", []byte("key-1")); !errors.Is(err, context.Canceled) {
@@ -371,7 +368,7 @@ func TestCancelledContext(t *testing.T) {
 
 func TestNewRefusesBadBase(t *testing.T) {
 	for _, base := range []string{"", "host:1", "ftp://h:1", "http://h:1/path"} {
-		if _, err := New(base, Options{}); err == nil {
+		if _, err := client.New(base, client.Options{}); err == nil {
 			t.Errorf("New(%q) accepted", base)
 		}
 	}
@@ -384,7 +381,7 @@ func TestConnectionReuse(t *testing.T) {
 	if err := writeVersion(root, "db", "v1", 2, testRecords()); err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, startStoraged(t, root), Options{})
+	c := newClient(t, startStoraged(t, root), client.Options{})
 	var fresh, reused int
 	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {

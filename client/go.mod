@@ -1,0 +1,3 @@
+module spangle/client
+
+go 1.26.8
