@@ -82,6 +82,8 @@ type Store struct {
 	// the last version of a db can delete the db's directory between the
 	// two mkdirs of another version's creation, which then fails.
 	dirs sync.Mutex
+	// pinsMu serializes reading and rewriting pins.json (pins.go).
+	pinsMu sync.Mutex
 }
 
 // Open creates root if needed and returns the store in it.

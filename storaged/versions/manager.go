@@ -152,6 +152,10 @@ type Manager struct {
 	forceRetry bool // the scan under way was asked for by Refresh (retry.go)
 
 	start startup // what the first scan reopens (startup.go)
+
+	// savedPins holds the pin steps a standalone node recorded before
+	// its start, until each db's first scan adopts its own (pin.go).
+	savedPins map[string]store.PinStep
 }
 
 // New returns a Manager; Run starts it.
@@ -192,6 +196,15 @@ func New(opts Options) (*Manager, error) {
 	m.dbm = newDBMetrics(opts.Registerer)
 	m.rep = newRepairs(opts.Repair, opts.Registerer)
 	m.view.Store(&view{})
+	if opts.Hooks.Pin == nil {
+		saved, err := opts.Store.PinSteps()
+		if err != nil {
+			// Counted again from 1: routers started since see the
+			// steps; older ones take them once past their last.
+			m.log.Error("reading the pin steps recorded in the local store", zap.Error(err))
+		}
+		m.savedPins = saved
+	}
 	return m, nil
 }
 

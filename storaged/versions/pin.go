@@ -9,6 +9,7 @@ import (
 
 	"spangle/shared/topo"
 	"spangle/shared/wire"
+	"spangle/storaged/store"
 )
 
 // pinState is a db's pin. Guarded by Manager.mu.
@@ -17,8 +18,8 @@ type pinState struct {
 	// db; "" when unpinned.
 	version string
 	// generation grows with every change of version: the cluster's
-	// generation with Hooks.Pin, else the time of the change in
-	// nanoseconds (never less than one above the previous).
+	// generation with Hooks.Pin, else this node's own count of its steps
+	// (1, 2, 3...), kept in the local store across restarts.
 	generation uint64
 	// err says why the marker (or the cluster's pin) is not followed;
 	// the pin in force stays meanwhile.
@@ -59,6 +60,9 @@ func (m *Manager) pinFor(ctx context.Context, db string, versions []string) []st
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ps := &m.dbLocked(db).pin
+	if m.opts.Hooks.Pin == nil {
+		m.adoptSavedPinLocked(db, ps)
+	}
 	switch {
 	case err != nil:
 		if ps.err != err.Error() {
@@ -82,11 +86,7 @@ func (m *Manager) pinFor(ctx context.Context, db string, versions []string) []st
 			if m.opts.Hooks.Pin != nil {
 				ps.generation = want.Generation
 			} else {
-				// Standalone, the clock orders the steps, so that a
-				// restart (or another node) never reuses a generation a
-				// router has seen: routerd's static discovery takes the
-				// greatest over the nodes as the latest step.
-				ps.generation = max(ps.generation+1, uint64(m.opts.Now().UnixNano()))
+				m.stepStandalonePinLocked(db, ps)
 			}
 		}
 	}
@@ -106,6 +106,36 @@ func (m *Manager) pinFor(ctx context.Context, db string, versions []string) []st
 		return nil
 	}
 	return []string{ps.version}
+}
+
+// adoptSavedPinLocked starts a standalone db's pin from the step this
+// node recorded before a restart: the pin in force and its generation, so
+// that a restart neither reuses a generation a router has seen nor forgets
+// a pin whose marker cannot be read now.
+func (m *Manager) adoptSavedPinLocked(db string, ps *pinState) {
+	if ps.generation != 0 {
+		return
+	}
+	if saved, ok := m.savedPins[db]; ok {
+		ps.version, ps.generation = saved.Version, saved.Generation
+		delete(m.savedPins, db)
+	}
+}
+
+// stepStandalonePinLocked numbers a standalone node's pin step: one above
+// the last (1, 2, 3... as the leader numbers the cluster's), recorded in
+// the local store before routers can see it. A generation at
+// topo.MaxPinGeneration stays there: no reader would take a smaller one.
+// A record that cannot be written is logged; the step is taken anyway.
+func (m *Manager) stepStandalonePinLocked(db string, ps *pinState) {
+	if ps.generation < topo.MaxPinGeneration {
+		ps.generation++
+	}
+	step := store.PinStep{Version: ps.version, Generation: ps.generation}
+	if err := m.opts.Store.SavePinStep(db, step); err != nil {
+		m.log.Error("recording the pin step in the local store; a restart may number steps again from the last one recorded",
+			zap.String("db", db), zap.Uint64("generation", ps.generation), zap.Error(err))
+	}
 }
 
 // pinStatusLocked returns what the status page says of db's pin: the

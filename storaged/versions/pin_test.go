@@ -10,6 +10,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/wire"
+	"spangle/storaged/store"
 )
 
 func writePin(t *testing.T, root, db, body string) {
@@ -44,7 +45,7 @@ func TestStandalonePin(t *testing.T) {
 	}
 	st := h.m.Status("db")["db"]
 	gen := st.PinGeneration
-	if st.Pin != "v1" || gen == 0 || st.PinError != "" || st.Current != "v1" {
+	if st.Pin != "v1" || gen != 1 || st.PinError != "" || st.Current != "v1" {
 		t.Fatalf("pinned status: %+v", st)
 	}
 	// A newer version does not move a pinned db, and the pinned version
@@ -89,11 +90,80 @@ func TestStandalonePin(t *testing.T) {
 	h.m.Refresh()
 	h.waitState("db", "v3", wire.StateActive)
 	st = h.m.Status("db")["db"]
-	if st.Pin != "" || st.PinGeneration <= gen || st.PinError != "" {
+	if st.Pin != "" || st.PinGeneration != gen+1 || st.PinError != "" {
 		t.Fatalf("unpinned status: %+v", st)
 	}
 	if _, ok := h.m.Health()["db"][source.PinFile]; ok {
 		t.Fatal("the marker's error stays on /healthz after unpinning")
+	}
+}
+
+// A standalone node numbers its pin steps 1, 2, 3... and keeps counting
+// across a restart from the step recorded in its local store; the pin in
+// force before the restart stays in force when the marker cannot be read
+// after it, as it would have without the restart.
+func TestStandalonePinGenerationCountsAcrossRestarts(t *testing.T) {
+	root, storeDir := t.TempDir(), t.TempDir()
+	writeV(t, root, "db", "v1")
+	writeV(t, root, "db", "v2")
+	status := func(h *harness) (string, uint64, string) {
+		st := h.m.Status("db")["db"]
+		return st.Pin, st.PinGeneration, st.PinError
+	}
+
+	h := start(t, root, storeDir, nil)
+	h.waitState("db", "v2", wire.StateActive)
+	if pin, gen, _ := status(h); pin != "" || gen != 0 {
+		t.Fatalf("never pinned: pin %q generation %d, want none and 0", pin, gen)
+	}
+	writePin(t, root, "db", "v1\n")
+	h.m.Refresh()
+	h.waitState("db", "v1", wire.StateActive)
+	if pin, gen, _ := status(h); pin != "v1" || gen != 1 {
+		t.Fatalf("first pin: %q generation %d, want v1 at 1", pin, gen)
+	}
+	// The same marker at every later scan is no new step.
+	h.m.Scan(context.Background())
+	h.m.Scan(context.Background())
+	if _, gen, _ := status(h); gen != 1 {
+		t.Fatalf("the same marker moved the generation to %d", gen)
+	}
+	h.stop()
+
+	// Restarted with a marker that cannot be read: v1 stays pinned at 1.
+	writePin(t, root, "db", "v1\nv2\n")
+	h = start(t, root, storeDir, nil)
+	h.waitState("db", "v1", wire.StateActive)
+	if pin, gen, why := status(h); pin != "v1" || gen != 1 || !strings.Contains(why, "malformed") {
+		t.Fatalf("after a restart with a bad marker: %q generation %d (%q), want v1 at 1 and the marker's error", pin, gen, why)
+	}
+	if cur := h.m.CurrentVersion("db"); cur != "v1" {
+		t.Fatalf("after a restart with a bad marker the db serves %s, want the pinned v1", cur)
+	}
+	// Unpinned: step 2, recorded, then pinned again after another restart: 3.
+	if err := os.Remove(filepath.Join(root, "db", source.PinFile)); err != nil {
+		t.Fatal(err)
+	}
+	h.m.Refresh()
+	h.waitState("db", "v2", wire.StateActive)
+	if pin, gen, _ := status(h); pin != "" || gen != 2 {
+		t.Fatalf("unpin: %q generation %d, want none at 2", pin, gen)
+	}
+	h.stop()
+	h = start(t, root, storeDir, nil)
+	h.waitState("db", "v2", wire.StateActive)
+	if pin, gen, _ := status(h); pin != "" || gen != 2 {
+		t.Fatalf("restarted unpinned: %q generation %d, want none at 2", pin, gen)
+	}
+	writePin(t, root, "db", "v1")
+	h.m.Refresh()
+	h.waitState("db", "v1", wire.StateActive)
+	if pin, gen, _ := status(h); pin != "v1" || gen != 3 {
+		t.Fatalf("pinned again: %q generation %d, want v1 at 3", pin, gen)
+	}
+	steps, err := h.store.PinSteps()
+	if err != nil || steps["db"] != (store.PinStep{Version: "v1", Generation: 3}) {
+		t.Fatalf("recorded steps %+v, %v; want db at v1, 3", steps, err)
 	}
 }
 
