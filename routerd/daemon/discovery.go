@@ -9,9 +9,9 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/routerd/config"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/topo/statictopo"
-	"spangle/shared/tlsconfig"
 	"spangle/shared/topo/zktopo"
 )
 

@@ -19,8 +19,8 @@ import (
 	"spangle/shared/buildinfo"
 	"spangle/shared/hashring"
 	sharedmetrics "spangle/shared/metrics"
-	"spangle/shared/topo"
 	"spangle/shared/tlsconfig"
+	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
 

@@ -117,4 +117,3 @@ func upstreamTLSIn(st *xdsState, up *snapshot.UpstreamTLS) error {
 	}
 	return nil
 }
-
