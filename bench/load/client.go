@@ -64,7 +64,14 @@ func (c *conn) dial() error {
 			return fmt.Errorf("load: dial %s: %w", c.addr, err)
 		}
 		if c.tls != nil {
-			tc := tls.Client(nc, c.tls)
+			cfg := c.tls
+			if cfg.ServerName == "" {
+				// As net/http does: the name to verify is the host dialled.
+				cfg = cfg.Clone()
+				cfg.ServerName, _, _ = net.SplitHostPort(c.addr)
+				c.tls = cfg
+			}
+			tc := tls.Client(nc, cfg)
 			tc.SetDeadline(time.Now().Add(5 * time.Second))
 			if err := tc.Handshake(); err != nil {
 				nc.Close()

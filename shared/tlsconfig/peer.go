@@ -34,6 +34,9 @@ func (s *Source) PeerOnly(next http.Handler) http.Handler {
 // peerRefusal says why r may not use a peer endpoint, "" when it may.
 func (s *Source) peerRefusal(r *http.Request) string {
 	if r.TLS == nil {
+		if s.settings.AcceptPlaintext {
+			return "" // a peer not yet restarted with TLS, during a rollout
+		}
 		return "not over TLS"
 	}
 	if len(r.TLS.PeerCertificates) == 0 {

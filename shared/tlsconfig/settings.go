@@ -43,6 +43,11 @@ type Settings struct {
 	// AppTLS (routerd) serves the app-facing bind over TLS too; by
 	// default it stays plaintext (a sidecar on loopback needs none).
 	AppTLS bool `toml:"app_tls"`
+	// AcceptPlaintext serves plaintext as well as TLS on a listener,
+	// told apart by the first byte, and lets plaintext clients reach the
+	// peer endpoints: only while turning TLS on in a running cluster
+	// (README, Security). Refused with client_auth = require.
+	AcceptPlaintext bool `toml:"accept_plaintext"`
 }
 
 // Enabled reports whether any TLS is configured.
@@ -84,11 +89,17 @@ func (s Settings) Validate(server bool) error {
 			bad("peer_names", "%v", err)
 		}
 	}
+	if s.AcceptPlaintext && s.Requires() {
+		bad("accept_plaintext", "only with client_auth = verify_if_given or none (a rollout step; require refuses plaintext)")
+	}
 	if !s.Enabled() {
+		if s.AcceptPlaintext {
+			bad("accept_plaintext", "needs cert_file, key_file and ca_file")
+		}
 		if s.AppTLS {
 			bad("app_tls", "needs cert_file, key_file and ca_file")
 		}
-		if len(s.PeerNames) > 0 || s.ClientAuth != "" {
+		if len(s.PeerNames) > 0 || (s.ClientAuth != "" && !s.AcceptPlaintext) {
 			bad("cert_file", "required when other [tls] keys are set")
 		}
 		return errors.Join(errs...)
