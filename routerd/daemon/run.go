@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -130,7 +129,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	}
 	r.addr = l.Addr()
 	if cfg.TLS.AppTLS {
-		l = tls.NewListener(l, tlsSrc.ServerConfig())
+		l = tlsSrc.Listen(l)
 	}
 	if cfg.XDSBind != "" {
 		xl, err := net.Listen("tcp", cfg.XDSBind)

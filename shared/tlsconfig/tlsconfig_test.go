@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -457,5 +458,68 @@ func TestValidate(t *testing.T) {
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("Validate(%+v, %v) = %v, want %q", c.s, c.server, err, c.want)
 		}
+	}
+}
+
+// TestAcceptPlaintext: during a rollout one port serves TLS and
+// plaintext, the peer endpoints answer plaintext peers, a silent
+// connection does not hold up others, and closing leaves nothing
+// running.
+func TestAcceptPlaintext(t *testing.T) {
+	set := tlstest.New(t)
+	st := set.Peer("verify_if_given")
+	st.AcceptPlaintext = true
+	if err := st.Validate(true); err != nil {
+		t.Fatal(err)
+	}
+	src := newSource(t, st, nil)
+	before := runtime.NumGoroutine()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: src.PeerOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			io.WriteString(w, "tls")
+			return
+		}
+		io.WriteString(w, "plain")
+	}))}
+	served := make(chan struct{})
+	go func() { srv.Serve(src.Listen(l)); close(served) }()
+	addr := l.Addr().String()
+	silent, err := net.Dial("tcp", addr) // says nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	body := func(resp *http.Response, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strconv.Itoa(resp.StatusCode) + " " + string(b)
+	}
+	plain := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	if got := body(plain.Get("http://" + addr + "/_partition/x")); got != "200 plain" {
+		t.Fatalf("plaintext: %q", got)
+	}
+	if got := body(get(newSource(t, set.Peer(""), nil), addr, "/_partition/x")); !strings.HasPrefix(got, "200") {
+		t.Fatalf("TLS: %q", got)
+	}
+	if got := body(get(newSource(t, set.Client(), nil), addr, "/_partition/x")); !strings.HasPrefix(got, "403") {
+		t.Fatalf("TLS client that is no peer: %q", got)
+	}
+	plain.CloseIdleConnections()
+	srv.Close()
+	<-served
+	silent.Close()
+	waitFor(t, func() bool { return runtime.NumGoroutine() <= before+1 })
+	// require refuses plaintext: accept_plaintext is refused with it.
+	st.ClientAuth = "require"
+	if err := st.Validate(true); err == nil || !strings.Contains(err.Error(), "tls.accept_plaintext") {
+		t.Fatalf("accept_plaintext with require: %v", err)
 	}
 }

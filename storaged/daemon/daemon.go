@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -117,9 +116,8 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		}
 	}()
 	addr := lis.Addr().String()
-	if sc := tlsSrc.ServerConfig(); sc != nil {
-		lis = tls.NewListener(lis, sc)
-	}
+	lis = tlsSrc.Listen(lis) // TLS, TLS and plaintext (accept_plaintext), or as is
+
 	advertised := advertisedAddr(cfg.Sharding.AdvertisedHostname, addr)
 	shardID := cfg.Sharding.ShardID
 	if shardID == "" {
