@@ -26,6 +26,12 @@
 // pattern may hold '*', which matches one or more characters other than
 // '.' and '/' (one DNS label, one path segment).
 //
-// A nil *Source is plaintext: its configs are nil and PeerOnly lets every
-// request through. A Source is safe for concurrent use.
+// Listen wraps a daemon's listener: TLS, or with accept_plaintext (a
+// rollout step) TLS and plaintext on one port, told apart by the first
+// byte of each connection, sniffed off the Accept path so that a silent
+// client holds up no one.
+//
+// A nil *Source is plaintext: its configs are nil, Listen returns the
+// listener as it is and PeerOnly lets every request through. A Source is
+// safe for concurrent use.
 package tlsconfig
