@@ -37,7 +37,7 @@ func (s *Source) DialTLS(d *net.Dialer) func(ctx context.Context, network, addr 
 			hctx, cancel = context.WithTimeout(ctx, d.Timeout)
 			defer cancel()
 		}
-		c := tls.Client(raw, s.ClientConfig(host))
+		c := tls.Client(raw, s.clientConfig(host, addr))
 		if err := c.HandshakeContext(hctx); err != nil {
 			raw.Close()
 			return nil, fmt.Errorf("tlsconfig: TLS handshake with %s: %w", addr, err)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,10 @@ func New(o Options) (*Source, error) {
 	b.hash = sum
 	s.seen = sum
 	s.cur.Store(b)
+	if fi, err := os.Stat(o.Settings.KeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		o.Log.Warn("tls: key_file is readable by others than its owner; chmod 600 it", zap.String("key_file", o.Settings.KeyFile),
+			zap.Stringer("mode", fi.Mode().Perm()))
+	}
 	if s.metrics, err = newMetrics(o.Registerer, s); err != nil {
 		return nil, err
 	}

@@ -58,9 +58,9 @@ func (s *Source) verifyClient(cs tls.ConnectionState) error {
 }
 
 // verifyServer returns the client's VerifyConnection for a server dialled
-// as host: its certificate must chain to the current CA and be valid for
-// host, or carry an identity in peer_names.
-func (s *Source) verifyServer(host string) func(tls.ConnectionState) error {
+// as host (addr names it in the log): its certificate must chain to the
+// current CA and be valid for host, or carry an identity in peer_names.
+func (s *Source) verifyServer(host, addr string) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
 		err := s.verifyChain(cs.PeerCertificates, x509.ExtKeyUsageServerAuth)
 		if err == nil {
@@ -71,8 +71,8 @@ func (s *Source) verifyServer(host string) func(tls.ConnectionState) error {
 		}
 		if err != nil {
 			s.metrics.refused.WithLabelValues("server").Inc()
-			if s.refusals.first("server " + host) {
-				s.log.Warn("tls: refused a server's certificate; the server is treated as unreachable", zap.String("server", host), zap.Error(err))
+			if s.refusals.first("server " + addr) {
+				s.log.Warn("tls: refused a server's certificate; the server is treated as unreachable", zap.String("server", addr), zap.Error(err))
 			}
 		}
 		return err
@@ -92,7 +92,9 @@ func firstIdentity(c *x509.Certificate) string {
 // host or a peer_names identity. InsecureSkipVerify only hands the
 // verification over to it: crypto/tls would check a fixed RootCAs and no
 // peer_names. Sessions are resumed. nil for a nil Source (plaintext).
-func (s *Source) ClientConfig(host string) *tls.Config {
+func (s *Source) ClientConfig(host string) *tls.Config { return s.clientConfig(host, host) }
+
+func (s *Source) clientConfig(host, addr string) *tls.Config {
 	if s == nil {
 		return nil
 	}
@@ -100,7 +102,7 @@ func (s *Source) ClientConfig(host string) *tls.Config {
 		MinVersion:           tls.VersionTLS12,
 		GetClientCertificate: s.getClientCertificate,
 		InsecureSkipVerify:   true, // verified in full by VerifyConnection
-		VerifyConnection:     s.verifyServer(host),
+		VerifyConnection:     s.verifyServer(host, addr),
 		ClientSessionCache:   s.sessions,
 	}
 	if net.ParseIP(host) == nil {
