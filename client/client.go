@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -92,6 +93,12 @@ type Options struct {
 	BatchSize int
 	// MaxValueSize bounds an answer's body (default DefaultMaxValueSize).
 	MaxValueSize int64
+	// TLS is the client's TLS config for an https:// base (routerd with
+	// [tls] app_tls, or a storaged with [tls]): RootCAs holding the
+	// cluster's CA and, when the server requires one, a client
+	// certificate. nil uses the system's roots. Ignored with a given
+	// HTTPClient, whose transport decides.
+	TLS *tls.Config
 }
 
 // Client reads from routerd (or one storaged) over HTTP. It is safe for
@@ -123,6 +130,7 @@ func New(base string, opts Options) (*Client, error) {
 	c := &Client{base: strings.TrimSuffix(base, "/"), opts: opts}
 	if opts.HTTPClient == nil {
 		c.own = &http.Transport{
+			TLSClientConfig:     opts.TLS,
 			Proxy:               nil,
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: 64,

@@ -3,6 +3,7 @@ package load
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 // concurrent use.
 type conn struct {
 	addr string
+	tls  *tls.Config // nil: plaintext
 	c    net.Conn
 	r    *bufio.Reader
 	req  []byte
@@ -34,7 +36,7 @@ var (
 // errStatus marks an answer that arrived but was not 200.
 var errStatus = errors.New("load: status not 200")
 
-func newConn(addr string) *conn { return &conn{addr: addr} }
+func newConn(addr string, tlsCfg *tls.Config) *conn { return &conn{addr: addr, tls: tlsCfg} }
 
 func (c *conn) close() {
 	if c.c != nil {
@@ -60,6 +62,23 @@ func (c *conn) dial() error {
 		nc, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
 		if err != nil {
 			return fmt.Errorf("load: dial %s: %w", c.addr, err)
+		}
+		if c.tls != nil {
+			cfg := c.tls
+			if cfg.ServerName == "" {
+				// As net/http does: the name to verify is the host dialled.
+				cfg = cfg.Clone()
+				cfg.ServerName, _, _ = net.SplitHostPort(c.addr)
+				c.tls = cfg
+			}
+			tc := tls.Client(nc, cfg)
+			tc.SetDeadline(time.Now().Add(5 * time.Second))
+			if err := tc.Handshake(); err != nil {
+				nc.Close()
+				return fmt.Errorf("load: TLS handshake with %s: %w", c.addr, err)
+			}
+			tc.SetDeadline(time.Time{})
+			nc = tc
 		}
 		c.c = nc
 		if c.r == nil {

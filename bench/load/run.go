@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -46,6 +47,9 @@ type Options struct {
 	Rate float64
 	// Seed makes the key sequence reproducible.
 	Seed uint64
+	// TLS, when set, makes every connection TLS with this config (one
+	// handshake per connection: they are kept alive).
+	TLS *tls.Config
 }
 
 // Result is what a Run measured, warm-up excluded.
@@ -92,7 +96,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	var wg sync.WaitGroup
 	for i := range workers {
 		w := &workers[i]
-		w.c = newConn(o.Addr)
+		w.c = newConn(o.Addr, o.TLS)
 		w.c.check = o.Check
 		w.rng = rand.New(rand.NewPCG(o.Seed, uint64(i)))
 		w.from, w.end = measureFrom, end

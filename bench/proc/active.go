@@ -21,7 +21,7 @@ var ErrVersionFailed = errors.New("proc: version failed to load")
 // machine of two cores. ERROR fails the wait, as does timeout.
 func (p *Process) ActiveAt(ctx context.Context, db, version string, timeout time.Duration) (time.Time, error) {
 	var at time.Time
-	_, err := p.WaitFor(ctx, "http://"+p.Addr+"/"+db, 25*time.Millisecond, timeout,
+	_, err := p.WaitFor(ctx, p.Scheme()+"://"+p.Addr+"/"+db, 25*time.Millisecond, timeout,
 		func(status int, body []byte) (bool, error) {
 			var st wire.NodeStatus
 			if status != 200 || json.Unmarshal(body, &st) != nil {

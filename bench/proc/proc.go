@@ -3,6 +3,7 @@ package proc
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ type Process struct {
 	Name    string
 	Addr    string // host:port it serves on
 	Started time.Time
+	// TLS, when set, is the client config WaitFor and ActiveAt ask the
+	// process with (over https).
+	TLS     *tls.Config
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
@@ -84,7 +88,7 @@ func (p *Process) Signal(sig os.Signal) error {
 // its answer, and returns the time from Start until then. It fails when
 // check does, when the process exits, when ctx ends, or after timeout.
 func (p *Process) WaitFor(ctx context.Context, url string, interval, timeout time.Duration, check func(status int, body []byte) (bool, error)) (time.Duration, error) {
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: false, MaxIdleConnsPerHost: 1}}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: false, MaxIdleConnsPerHost: 1, TLSClientConfig: p.TLS}}
 	defer client.CloseIdleConnections()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -203,4 +207,12 @@ func (p *Process) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Scheme is how the process is asked: https with TLS, else http.
+func (p *Process) Scheme() string {
+	if p.TLS != nil {
+		return "https"
+	}
+	return "http"
 }

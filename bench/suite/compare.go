@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 // contender is a server under load.
 type contender struct {
 	name string
-	addr string // host:port
+	addr string      // host:port
+	tls  *tls.Config // nil: plaintext
 }
 
 // figures are what a comparison measured of one contender: medians over
@@ -50,7 +52,7 @@ func (b *bench) compare(ctx context.Context, a, peer contender, path load.PathFu
 	}
 	run := func(c contender, rate float64, d, warmup time.Duration, seed uint64) (load.Result, error) {
 		return load.Run(ctx, load.Options{Addr: c.addr, Path: path, Conns: b.o.Conns, Warmup: warmup,
-			Duration: d, Rate: rate, Seed: seed})
+			Duration: d, Rate: rate, Seed: seed, TLS: c.tls})
 	}
 	// Warm both: connections, caches, the page cache under the tables.
 	for _, c := range []contender{a, peer} {

@@ -55,7 +55,7 @@ func (b *bench) serveSection(ctx context.Context, ds *dataset.Dataset) {
 	keys := randomKeys(ds.Options.Keys)
 
 	if b.runs("storaged") {
-		fa, fp, err := b.compare(ctx, contender{"storaged", st.Addr}, contender{"trivial", triv.Addr}, keys)
+		fa, fp, err := b.compare(ctx, contender{name: "storaged", addr: st.Addr}, contender{name: "trivial", addr: triv.Addr}, keys)
 		if err != nil {
 			b.failed("storaged GET", err)
 		} else {
@@ -94,7 +94,7 @@ func (b *bench) routerdSection(ctx context.Context, st, triv *proc.Process, keys
 	if err != nil {
 		b.failed(metricU, err)
 	} else {
-		fa, fp, err := b.compare(ctx, contender{"routerd", rd.Addr}, contender{"reverseproxy", rp.Addr}, keys)
+		fa, fp, err := b.compare(ctx, contender{name: "routerd", addr: rd.Addr}, contender{name: "reverseproxy", addr: rp.Addr}, keys)
 		rp.Stop()
 		if err != nil {
 			b.failed(metricU, err)
@@ -110,7 +110,7 @@ func (b *bench) routerdSection(ctx context.Context, st, triv *proc.Process, keys
 		return
 	}
 	defer rc.Stop()
-	fa, fp, err := b.compare(ctx, contender{"routerd", rc.Addr}, contender{"trivial", triv.Addr}, randomKeys(hotKeys))
+	fa, fp, err := b.compare(ctx, contender{name: "routerd", addr: rc.Addr}, contender{name: "trivial", addr: triv.Addr}, randomKeys(hotKeys))
 	if err != nil {
 		b.failed(metricC, err)
 		return
@@ -205,15 +205,16 @@ func (b *bench) startPeer(ctx context.Context, name, ready string, args ...strin
 
 // startRouterd runs routerd in front of st, with cacheSize ("" for the
 // default), and waits until it answers a key.
-func (b *bench) startRouterd(ctx context.Context, name string, st *proc.Process, cacheSize string) (*proc.Process, error) {
+func (b *bench) startRouterd(ctx context.Context, name string, st *proc.Process, cacheSize string, extra ...string) (*proc.Process, error) {
 	addr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{b.o.Routerd, "--bind", addr, "--storaged", "http://" + st.Addr, "--log-level", "warn"}
+	argv := []string{b.o.Routerd, "--bind", addr, "--storaged", st.Scheme() + "://" + st.Addr, "--log-level", "warn"}
 	if cacheSize != "" {
 		argv = append(argv, "--cache-size", cacheSize)
 	}
+	argv = append(argv, extra...)
 	p, err := proc.Start(name, addr, b.logs, argv...)
 	if err != nil {
 		return nil, err

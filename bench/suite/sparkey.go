@@ -93,7 +93,7 @@ func (b *bench) sparkeySection(ctx context.Context) {
 		return
 	}
 	defer qst.Stop()
-	fa, fp, err := b.compare(ctx, contender{"storaged on Sparkey", sst.Addr}, contender{"storaged on SequenceFiles", qst.Addr}, randomKeys(b.o.Keys))
+	fa, fp, err := b.compare(ctx, contender{name: "storaged on Sparkey", addr: sst.Addr}, contender{name: "storaged on SequenceFiles", addr: qst.Addr}, randomKeys(b.o.Keys))
 	if err != nil {
 		b.failed(getMetric, err)
 		return

@@ -56,7 +56,8 @@ type Options struct {
 	// Keep leaves the temporary dir (dataset, stores, logs) behind.
 	Keep bool
 	// Sections, when not empty, runs only the sections named: "load",
-	// "storaged", "routerd", "batch", "big", "s3", "sparkey". Default all.
+	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "tls".
+	// Default all.
 	Sections []string
 	// Logger reports progress; default a no-op logger.
 	Logger *zap.Logger
@@ -191,6 +192,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if b.runs("batch") {
 		b.batchSection(ctx, primary)
 	}
+	if b.runs("tls") {
+		b.tlsSection(ctx, primary)
+	}
 	if o.BigKeys > 0 && b.runs("big") && ctx.Err() == nil {
 		os.RemoveAll(primary.Root)
 		b.bigSection(ctx)
@@ -267,13 +271,14 @@ func Machine() string {
 
 // launchStoraged starts storaged on a source root with a local store, on
 // a free loopback port, and returns at once.
-func (b *bench) launchStoraged(name, root, store string) (*proc.Process, error) {
+func (b *bench) launchStoraged(name, root, store string, extra ...string) (*proc.Process, error) {
 	addr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	argv := append([]string{b.o.Storaged, "--source", root, "--local-store", store,
 		"--bind", addr, "--log-level", "warn"}, b.o.StoragedArgs...)
+	argv = append(argv, extra...)
 	return proc.Start(name, addr, b.logs, argv...)
 }
 

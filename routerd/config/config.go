@@ -15,6 +15,7 @@ import (
 
 	"spangle/shared/cliflags"
 	"spangle/shared/debugserver"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -85,6 +86,10 @@ type Config struct {
 	Sharding Sharding `toml:"sharding"`
 	ZK       ZK       `toml:"zk"`
 	Debug    Debug    `toml:"debug"`
+	// TLS is the [tls] section: routerd speaks TLS to storaged (and
+	// static discovery's URLs are https://) when it is set; the xDS
+	// server serves TLS then too; the app-facing bind only with app_tls.
+	TLS tlsconfig.Settings `toml:"tls"`
 
 	// Deprecated lists the older keys the file used and their new names
 	// (renamed.go); the daemon logs a warning for each once it has a
@@ -203,10 +208,16 @@ func (c *Config) Validate() error {
 	} else if len(c.Storaged) == 0 {
 		c.Storaged = []string{DefaultStoraged}
 	}
+	if c.TLS.Enabled() && len(c.Storaged) == 1 && c.Storaged[0] == DefaultStoraged {
+		c.Storaged = []string{"https" + strings.TrimPrefix(DefaultStoraged, "http")}
+	}
 	for _, s := range c.Storaged {
-		if _, err := StoragedAddr(s); err != nil {
+		if _, err := storagedAddr(s, c.TLS.Enabled()); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.TLS.Validate(c.TLS.AppTLS || (c.XDSBind != "" && c.TLS.Enabled())); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ProxyTimeout <= 0 {
 		bad("proxy_timeout must be positive")
@@ -265,11 +276,23 @@ func (c *Config) Validate() error {
 
 // StoragedAddr checks a --storaged URL (http://host:port, nothing else)
 // and returns its host:port.
-func StoragedAddr(s string) (string, error) {
+func StoragedAddr(s string) (string, error) { return storagedAddr(s, false) }
+
+// storagedAddr checks a --storaged URL: https://host:port with TLS on,
+// http://host:port otherwise.
+func storagedAddr(s string, tls bool) (string, error) {
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil ||
+	if err != nil || u.Scheme != scheme || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("config: storaged %q is not http://host:port", s)
+		why := ""
+		if u != nil && (u.Scheme == "http" || u.Scheme == "https") {
+			why = " ([tls] decides: https with it, http without)"
+		}
+		return "", fmt.Errorf("config: storaged %q is not %s://host:port%s", s, scheme, why)
 	}
 	if _, _, err := net.SplitHostPort(u.Host); err != nil {
 		return "", fmt.Errorf("config: storaged %q: %w", s, err)

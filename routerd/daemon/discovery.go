@@ -3,11 +3,13 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"spangle/routerd/config"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/topo/statictopo"
 	"spangle/shared/topo/zktopo"
@@ -17,7 +19,7 @@ import (
 // [sharding] cluster_name) or the static storaged list. Background work
 // it needs runs through goRun, so that it stops with ctx and Wait waits
 // for it.
-func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus.Registerer,
+func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus.Registerer, tlsSrc *tlsconfig.Source,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
 	if cfg.UseZK() {
 		w, err := zktopo.OpenWatcher(zktopo.Options{
@@ -36,11 +38,15 @@ func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg 
 		goRun(ctx, "zk discovery", w.Run)
 		return w, nil
 	}
-	w, err := statictopo.New(statictopo.Options{
+	so := statictopo.Options{
 		URLs:   cfg.Storaged,
 		Period: cfg.StoragedPoll,
 		Logger: log.Named("discovery"),
-	})
+	}
+	if tlsSrc != nil {
+		so.Scheme, so.Client = tlsSrc.Scheme(), &http.Client{Transport: tlsSrc.NewTransport()}
+	}
+	w, err := statictopo.New(so)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

@@ -15,9 +15,11 @@ import (
 	"spangle/shared/buildinfo"
 	"spangle/shared/debugserver"
 	"spangle/shared/metrics"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 	xdsserver "spangle/xds/server"
+	"spangle/xds/snapshot"
 )
 
 // Deps are what Start takes besides the configuration. Zero values are
@@ -85,10 +87,17 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		}
 	}()
 
+	// A missing, mismatched or expired certificate file stops the start
+	// here, named.
+	tlsSrc, err := tlsconfig.New(tlsconfig.Options{Settings: cfg.TLS, Log: log.Named("tls"), Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	r.goRun(ctx, "tls", func(ctx context.Context) error { tlsSrc.Run(ctx); return nil })
 	w := deps.Watcher
 	if w == nil {
 		var err error
-		w, err = openDiscovery(ctx, cfg, log, reg, r.goRun)
+		w, err = openDiscovery(ctx, cfg, log, reg, tlsSrc, r.goRun)
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +116,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		Health:            deps.Health,
 		Registry:          reg,
 		Logger:            log,
+		UpstreamTLS:       tlsSrc,
 		Build:             build,
 	})
 	if err != nil {
@@ -118,6 +128,9 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		return nil, fmt.Errorf("daemon: listen on %s: %w", cfg.Bind, err)
 	}
 	r.addr = l.Addr()
+	if cfg.TLS.AppTLS {
+		l = tlsSrc.Listen(l)
+	}
 	if cfg.XDSBind != "" {
 		xl, err := net.Listen("tcp", cfg.XDSBind)
 		if err != nil {
@@ -133,6 +146,8 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 			RouterdAddr:       r.addr.String(),
 			ProxyTimeout:      cfg.ProxyTimeout,
 			ProxyStageTimeout: cfg.ProxyStageTimeout,
+			TLS:               tlsSrc.ServerConfig(),
+			Tuning:            snapshot.Options{UpstreamTLS: upstreamTLS(cfg.TLS)},
 		})
 		if err != nil {
 			l.Close()
@@ -152,7 +167,8 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 	r.goRun(ctx, "http", func(ctx context.Context) error { return s.Serve(ctx, l) })
 	log.Info("routerd: serving", zap.Stringer("addr", r.addr), zap.String("version", build.Version), zap.String("commit", build.Commit), zap.Bool("zk", cfg.UseZK()),
 		zap.Strings("storaged", cfg.Storaged), zap.Duration("proxy_timeout", cfg.ProxyTimeout),
-		zap.Duration("proxy_stage_timeout", cfg.ProxyStageTimeout), zap.Int64("cache_size", cfg.CacheSize))
+		zap.Duration("proxy_stage_timeout", cfg.ProxyStageTimeout), zap.Int64("cache_size", cfg.CacheSize),
+		zap.Bool("tls_to_storaged", tlsSrc != nil), zap.Bool("app_tls", cfg.TLS.AppTLS))
 	ok = true
 	// When one part fails, stop the others too.
 	go func() {
@@ -160,6 +176,16 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		cancel()
 	}()
 	return r, nil
+}
+
+// upstreamTLS is what Envoy needs to speak mutual TLS to storaged: the
+// same files as routerd's own [tls] (Envoy reads and watches them
+// itself); nil without TLS.
+func upstreamTLS(s tlsconfig.Settings) *snapshot.UpstreamTLS {
+	if !s.Enabled() {
+		return nil
+	}
+	return &snapshot.UpstreamTLS{CertFile: s.CertFile, KeyFile: s.KeyFile, CAFile: s.CAFile, PeerNames: s.PeerNames}
 }
 
 // hedgeBudget maps the config's 0 (off) to the server's "none".

@@ -21,7 +21,7 @@ func (u *HTTPUpstream) post(ctx context.Context, addr string, req *Request) (*Re
 	}
 	hr := &http.Request{
 		Method:        http.MethodPost,
-		URL:           &url.URL{Scheme: "http", Host: addr, Path: "/" + req.DB},
+		URL:           &url.URL{Scheme: u.scheme, Host: addr, Path: "/" + req.DB},
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,

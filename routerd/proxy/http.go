@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"spangle/shared/tlsconfig"
 	"spangle/shared/wire"
 )
 
@@ -32,6 +33,11 @@ type HTTPOptions struct {
 	// MaxValueSize bounds a value read from a node (default
 	// DefaultMaxValueSize); larger answers count as failures.
 	MaxValueSize int64
+	// TLS, when not nil, makes every request https with the cluster's
+	// certificates; a node whose certificate fails verification (not
+	// from the CA, not for the address it registered nor a peer name)
+	// fails like an unreachable one. nil is plaintext.
+	TLS *tlsconfig.Source
 }
 
 // HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive. It is
@@ -39,6 +45,7 @@ type HTTPOptions struct {
 type HTTPUpstream struct {
 	rt       *http.Transport
 	maxValue int64
+	scheme   string
 }
 
 // NewHTTPUpstream returns an upstream with its own tuned transport. It
@@ -55,7 +62,7 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 	}
 	d := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
 	return &HTTPUpstream{
-		rt: &http.Transport{
+		rt: opts.TLS.Apply(&http.Transport{
 			Proxy:               nil,
 			DialContext:         d.DialContext,
 			MaxIdleConns:        0, // no global bound; per host below
@@ -63,15 +70,16 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 			ForceAttemptHTTP2:   false,
-		},
+		}, d),
 		maxValue: opts.MaxValueSize,
+		scheme:   opts.TLS.Scheme(),
 	}
 }
 
 // CloseIdleConnections closes the pooled connections, for shutdown.
 func (u *HTTPUpstream) CloseIdleConnections() { u.rt.CloseIdleConnections() }
 
-// Get implements Upstream: GET http://<addr>/<db>/<escaped key> pinned
+// Get implements Upstream: GET http(s)://<addr>/<db>/<escaped key> pinned
 // to req.Version. addr must be a registered node address.
 func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Response, error) {
 	if req.Keys != nil {
@@ -80,7 +88,7 @@ func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Res
 	escaped := wire.KeyPath(req.DB, req.Key)
 	hr := &http.Request{
 		Method:     http.MethodGet,
-		URL:        &url.URL{Scheme: "http", Host: addr, Path: "/" + req.DB + "/" + string(req.Key), RawPath: escaped},
+		URL:        &url.URL{Scheme: u.scheme, Host: addr, Path: "/" + req.DB + "/" + string(req.Key), RawPath: escaped},
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,

@@ -19,6 +19,7 @@ import (
 	"spangle/shared/buildinfo"
 	"spangle/shared/hashring"
 	sharedmetrics "spangle/shared/metrics"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -34,6 +35,9 @@ type Options struct {
 	// Upstream sends lookups to storaged (default an HTTPUpstream with
 	// default options). Tests script replicas through it.
 	Upstream proxy.Upstream
+	// UpstreamTLS makes the default upstream speak TLS to storaged with
+	// these certificates; nil is plaintext.
+	UpstreamTLS *tlsconfig.Source
 	// ProxyTimeout and ProxyStageTimeout: see proxy.Options (defaults
 	// 100ms and ProxyTimeout / 2).
 	ProxyTimeout      time.Duration
@@ -109,7 +113,7 @@ func New(opts Options) (*Server, error) {
 		Budget: wire.NewBatchBudget(opts.BatchReadBytes)}
 	s.bm = newBatchMetrics(opts.Registry, s.batchRd.Budget)
 	if opts.Upstream == nil {
-		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{})
+		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{TLS: opts.UpstreamTLS})
 		opts.Upstream = s.ownUp
 	}
 	s.table = partmap.New(opts.Watcher, partmap.Options{

@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"spangle/shared/buildinfo"
+	"spangle/shared/tlsconfig"
 )
 
 const usage = `usage:
   spangle pin    --source <root> <db> <version>   write <root>/<db>/_PIN: roll back to (or freeze at) version
   spangle unpin  --source <root> <db>             delete the marker: roll forward to the newest version
   spangle status --addr <host:port>               the pins a storaged or routerd follows
+                 [--tls-ca F --tls-cert F --tls-key F]   over TLS ([tls]'s ca_file, cert_file, key_file)
+  spangle certs  --out <dir> --names <n,...>      make a CA and certificates for a demo or test cluster
   spangle help                                    this text
   spangle --version                               the version, commit and Go release
 `
@@ -48,6 +51,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "spangle", buildinfo.Get())
 		return 0
+	case "certs":
+		return certs(args[1:], stdout, stderr)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -59,6 +64,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	val := fs.String(cmd.flag, "", cmd.flagHelp+" (required)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long the command may take")
+	var st tlsconfig.Settings
+	if args[0] == "status" {
+		fs.StringVar(&st.CAFile, "tls-ca", "", "CA file: ask over https, verifying the server against it ([tls] ca_file)")
+		fs.StringVar(&st.CertFile, "tls-cert", "", "client certificate file, when the server requires one ([tls] cert_file)")
+		fs.StringVar(&st.KeyFile, "tls-key", "", "its key file ([tls] key_file)")
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s --%s <%s> %s\n", name, cmd.flag, cmd.flag, strings.Join(cmd.args, " "))
 		fs.PrintDefaults()
@@ -104,9 +115,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s was not pinned\n", rest[0])
 		}
 	case "status":
-		var pins []DBPin
-		if pins, err = Status(ctx, &http.Client{}, *val); err == nil {
-			Format(stdout, pins)
+		var (
+			pins []DBPin
+			hc   *http.Client
+		)
+		if hc, err = statusClient(st); err == nil {
+			if pins, err = Status(ctx, hc, statusAddr(*val, st)); err == nil {
+				Format(stdout, pins)
+			}
 		}
 	}
 	if err != nil {
@@ -117,4 +133,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// statusClient is the HTTP client of spangle status: over TLS with the
+// files given (crypto/tls's own verification), plaintext without.
+func statusClient(st tlsconfig.Settings) (*http.Client, error) {
+	cfg, err := tlsconfig.Static(st, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: cfg}}, nil
+}
+
+// statusAddr makes a bare host:port https:// when TLS files are given.
+func statusAddr(addr string, st tlsconfig.Settings) string {
+	if st.Enabled() && !strings.Contains(addr, "://") {
+		return "https://" + addr
+	}
+	return addr
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"spangle/shared/debugserver"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -104,6 +105,10 @@ type Config struct {
 	LevelDB  LevelDB  `toml:"leveldb"`
 	S3       S3       `toml:"s3"`
 	Debug    Debug    `toml:"debug"`
+	// TLS is the [tls] section: the lookup port (lookups, status,
+	// metrics, peer endpoints) serves TLS and peers are asked over TLS
+	// when it is set; plaintext by default.
+	TLS tlsconfig.Settings `toml:"tls"`
 
 	// Notices are the keys of the file read otherwise than their names
 	// say (sequins keys mapped or ignored); the daemon logs them.
@@ -342,6 +347,9 @@ func (c *Config) Validate() error {
 	check(c.ZK.ConnectTimeout <= 0, "zk.connect_timeout", "must be positive")
 	check(c.ZK.SessionTimeout <= 0, "zk.session_timeout", "must be positive")
 	check(c.ZK.Prefix == "" || strings.Contains(c.ZK.Prefix, "/"), "zk.prefix", "must be non-empty without '/'")
+	if err := c.TLS.Validate(true); err != nil {
+		errs = append(errs, err)
+	}
 	l := c.LevelDB
 	check(l.BlockCacheSize < 0, "leveldb.block_cache_size", "must not be negative")
 	check(l.BlockSize < 0 || l.BlockSize > 64<<20, "leveldb.block_size", "must be between 0 and 64 MiB")

@@ -67,6 +67,9 @@ type Options struct {
 	ElectTimeout time.Duration
 	// Client sends ELECT requests; default a client of its own.
 	Client *http.Client
+	// Scheme of ELECT requests: "http" (default), or "https" when Client
+	// speaks the cluster's TLS.
+	Scheme string
 	// PartitionState returns this node's state of a partition for ELECT
 	// answers; default from the map: PUBLISHED or NOTFOUND.
 	PartitionState func(db, version string, partition int) string
@@ -160,6 +163,9 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
+	}
+	if opts.Scheme == "" {
+		opts.Scheme = "http"
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()

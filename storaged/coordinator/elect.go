@@ -164,7 +164,7 @@ func (c *Coordinator) askOne(ctx context.Context, addr, db, version string, p in
 	if addr == c.opts.Self.Addr {
 		return c.Vote(ctx, db, version, p)
 	}
-	u := url.URL{Scheme: "http", Host: addr, Path: ElectPrefix + db + "/" + version + "/" + strconv.Itoa(p)}
+	u := url.URL{Scheme: c.opts.Scheme, Host: addr, Path: ElectPrefix + db + "/" + version + "/" + strconv.Itoa(p)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Vote{}, fmt.Errorf("coordinator: %w", err)

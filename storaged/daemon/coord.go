@@ -12,6 +12,7 @@ import (
 
 	"spangle/shared/placement"
 	"spangle/shared/source"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/storaged/config"
 	"spangle/storaged/coordinator"
@@ -21,7 +22,7 @@ import (
 
 // newCoordinator makes the node's coordinator when conn offers leader
 // election and fenced decisions (ZooKeeper and memtopo do); nil else.
-func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src source.Source, reg prometheus.Registerer, log *zap.Logger) (*coordinator.Coordinator, topo.Coordination, error) {
+func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src source.Source, peers peerClient, reg prometheus.Registerer, log *zap.Logger) (*coordinator.Coordinator, topo.Coordination, error) {
 	co, ok := conn.(topo.Coordination)
 	if !ok {
 		log.Info("the coordination service offers no leader election; no re-replication")
@@ -40,7 +41,7 @@ func newCoordinator(cfg config.Config, conn topo.Conn, node topo.Node, src sourc
 		Conn: conn, Coord: co, Self: node, Strategy: st, Replication: s.Replication,
 		RereplicateAfter: offIfZero(s.RereplicateAfter), MinReplication: s.MinReplication,
 		PruneAfter: offIfZero(s.PruneAfter), Quorum: q, Source: src, PinPeriod: offIfZero(cfg.RefreshPeriod), Log: log.Named("coordinator"),
-		Registerer: reg,
+		Registerer: reg, Client: peers.http, Scheme: peers.scheme,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)
@@ -68,16 +69,18 @@ func assignedHook(conn topo.Conn, co topo.Coordination, shard string) func(ctx c
 // withCoordination routes GET /_elect/... to the coordinator, GET
 // /_partition/... to the partition copier, and the rest to next. It
 // matches raw prefixes rather than using a ServeMux, which would clean
-// (and redirect) key paths holding "//" or "..".
-func withCoordination(c *coordinator.Coordinator, mgr *versions.Manager, next http.Handler) http.Handler {
+// (and redirect) key paths holding "//" or "..". With TLS, the two peer
+// endpoints answer peers only (tlsconfig's PeerOnly).
+func withCoordination(c *coordinator.Coordinator, mgr *versions.Manager, tlsSrc *tlsconfig.Source, next http.Handler) http.Handler {
 	if c == nil {
 		return next
 	}
-	copier := transfer.Handler(mgr.PartitionDir)
+	copier := tlsSrc.PeerOnly(transfer.Handler(mgr.PartitionDir))
+	elect := tlsSrc.PeerOnly(c)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, coordinator.ElectPrefix):
-			c.ServeHTTP(w, r)
+			elect.ServeHTTP(w, r)
 		case strings.HasPrefix(r.URL.Path, transfer.Prefix):
 			copier.ServeHTTP(w, r)
 		default:
@@ -88,10 +91,10 @@ func withCoordination(c *coordinator.Coordinator, mgr *versions.Manager, next ht
 
 // newFollower makes the Follower that fetches what the leader assigns
 // this node and drops what it takes away.
-func newFollower(conn topo.Conn, co topo.Coordination, node topo.Node, mgr *versions.Manager, log *zap.Logger) (*coordinator.Follower, error) {
+func newFollower(conn topo.Conn, co topo.Coordination, node topo.Node, mgr *versions.Manager, peers peerClient, log *zap.Logger) (*coordinator.Follower, error) {
 	f, err := coordinator.NewFollower(coordinator.FollowerOptions{
 		Conn: conn, Coord: co, Self: node,
-		Holder: &holder{mgr: mgr, client: &http.Client{}, log: log.Named("follower")},
+		Holder: &holder{mgr: mgr, client: peers, log: log.Named("follower")},
 		Log:    log.Named("follower"),
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"spangle/shared/metrics"
 	"spangle/shared/placement"
 	"spangle/shared/source"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 	"spangle/storaged/blockcache"
@@ -97,6 +98,14 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 
+	// A missing, mismatched or expired certificate file stops the start
+	// here, named.
+	tlsSrc, err := tlsconfig.New(tlsconfig.Options{Settings: cfg.TLS, Log: log.Named("tls"), Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	peers := peerClient{http: &http.Client{Transport: tlsSrc.NewTransport()}, scheme: tlsSrc.Scheme()}
+
 	lis, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -107,6 +116,8 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		}
 	}()
 	addr := lis.Addr().String()
+	lis = tlsSrc.Listen(lis) // TLS, TLS and plaintext (accept_plaintext), or as is
+
 	advertised := advertisedAddr(cfg.Sharding.AdvertisedHostname, addr)
 	shardID := cfg.Sharding.ShardID
 	if shardID == "" {
@@ -127,7 +138,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			}
 		}
 		s := cfg.Sharding
-		if coord, co, err = newCoordinator(cfg, conn, node, src, reg, log); err != nil {
+		if coord, co, err = newCoordinator(cfg, conn, node, src, peers, reg, log); err != nil {
 			return nil, err
 		}
 		copts := cluster.Options{
@@ -185,7 +196,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if coord != nil {
 		sopts.Coordination = coord.WireStatus
 		// Peers serve partition copies when they run a coordinator.
-		vopts.Hooks.CopyPartition = peerCopier(conn, node.Addr, &http.Client{}, log.Named("repair"))
+		vopts.Hooks.CopyPartition = peerCopier(conn, node.Addr, peers, log.Named("repair"))
 	}
 	mgr, err := versions.New(vopts)
 	if err != nil {
@@ -200,11 +211,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	d = &Daemon{Addr: addr, Versions: mgr, Server: srv, Cluster: ctl, coord: coord, log: log, done: make(chan struct{})}
 	var follower *coordinator.Follower
 	if coord != nil {
-		if follower, err = newFollower(conn, co, node, mgr, log); err != nil {
+		if follower, err = newFollower(conn, co, node, mgr, peers, log); err != nil {
 			return nil, err
 		}
 	}
-	hs := &http.Server{Handler: withCoordination(coord, mgr, srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: withCoordination(coord, mgr, tlsSrc, srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 
 	mctx, mcancel := context.WithCancel(context.Background())
@@ -222,6 +233,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	go func() {
 		defer wg.Done()
 		mgr.Run(mctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tlsSrc.Run(mctx) // rotation: re-reads the certificate files
 	}()
 	go func() {
 		defer wg.Done()
@@ -252,7 +268,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	}
 	log.Info("storaged listening", zap.String("addr", addr), zap.String("version", build.Version), zap.String("commit", build.Commit), zap.String("mode", mode), zap.String("advertised", advertised),
 		zap.String("shard_id", shardID), zap.String("source", src.String()),
-		zap.String("local_store", st.Root()), zap.String("node_id", id))
+		zap.String("local_store", st.Root()), zap.String("node_id", id), zap.Bool("tls", tlsSrc != nil))
 	go func() {
 		defer close(d.done)
 		select {

@@ -20,8 +20,15 @@ import (
 // from the source when no peer can give it.
 type holder struct {
 	mgr    *versions.Manager
-	client *http.Client
+	client peerClient
 	log    *zap.Logger
+}
+
+// peerClient is how a node asks its peers: an HTTP client and the scheme
+// it speaks (https with the cluster's TLS).
+type peerClient struct {
+	http   *http.Client
+	scheme string
 }
 
 func (h *holder) Held(db, version string) []int { return h.mgr.HeldPartitions(db, version) }
@@ -38,12 +45,12 @@ func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []s
 
 // copyFromPeers copies partition p of db/version into dir from the first
 // of peers that gives it.
-func copyFromPeers(ctx context.Context, client *http.Client, log *zap.Logger, peers []string, db, version string, p int, dir string) error {
+func copyFromPeers(ctx context.Context, client peerClient, log *zap.Logger, peers []string, db, version string, p int, dir string) error {
 	if len(peers) == 0 {
 		return versions.ErrNoPeer
 	}
 	for _, peer := range peers {
-		err := transfer.Fetch(ctx, client, peer, db, version, p, dir)
+		err := transfer.Fetch(ctx, client.http, client.scheme, peer, db, version, p, dir)
 		if err == nil {
 			return nil
 		}
@@ -60,7 +67,7 @@ func copyFromPeers(ctx context.Context, client *http.Client, log *zap.Logger, pe
 // peerCopier is the version manager's Hooks.CopyPartition in cluster
 // mode: a partition (corrupt, or of a version being loaded) is copied
 // from the other replicas the cluster map lists.
-func peerCopier(conn topo.Conn, self string, client *http.Client, log *zap.Logger) func(ctx context.Context, db, version string, p int, dir string) error {
+func peerCopier(conn topo.Conn, self string, client peerClient, log *zap.Logger) func(ctx context.Context, db, version string, p int, dir string) error {
 	return func(ctx context.Context, db, version string, p int, dir string) error {
 		var peers []string
 		for _, addr := range conn.Map().Replicas(db, version, p) {

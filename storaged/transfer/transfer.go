@@ -99,9 +99,10 @@ func ParsePath(p string) (db, version string, partition int, err error) {
 }
 
 // Fetch copies partition p of db/version from peer (host:port) into dir,
-// which it creates. On error dir may hold part of the copy.
-func Fetch(ctx context.Context, client *http.Client, peer, db, version string, p int, dir string) error {
-	u := url.URL{Scheme: "http", Host: peer, Path: Prefix + db + "/" + version + "/" + strconv.Itoa(p)}
+// which it creates, over scheme ("http", or "https" with the cluster's
+// TLS, which client then speaks). On error dir may hold part of the copy.
+func Fetch(ctx context.Context, client *http.Client, scheme, peer, db, version string, p int, dir string) error {
+	u := url.URL{Scheme: scheme, Host: peer, Path: Prefix + db + "/" + version + "/" + strconv.Itoa(p)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return fmt.Errorf("transfer: %w", err)

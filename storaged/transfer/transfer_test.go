@@ -32,7 +32,7 @@ func TestCopyPartition(t *testing.T) {
 	ctx := context.Background()
 
 	dst := filepath.Join(t.TempDir(), "p-3")
-	if err := Fetch(ctx, srv.Client(), peer, "db", "v1", 3, dst); err != nil {
+	if err := Fetch(ctx, srv.Client(), "http", peer, "db", "v1", 3, dst); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dst)
@@ -44,7 +44,7 @@ func TestCopyPartition(t *testing.T) {
 			t.Errorf("%s = %q, %v", name, got, err)
 		}
 	}
-	if err := Fetch(ctx, srv.Client(), peer, "db", "v1", 4, t.TempDir()); !errors.Is(err, ErrNotHeld) {
+	if err := Fetch(ctx, srv.Client(), "http", peer, "db", "v1", 4, t.TempDir()); !errors.Is(err, ErrNotHeld) {
 		t.Errorf("a partition the peer lacks: %v, want ErrNotHeld", err)
 	}
 	if code := get(t, srv.URL+Prefix+"db/v1/x"); code != http.StatusBadRequest {
@@ -73,7 +73,7 @@ func TestFetchRefusesPaths(t *testing.T) {
 			w.Write(buf.Bytes())
 		}))
 		dir := filepath.Join(t.TempDir(), "p")
-		err := Fetch(context.Background(), srv.Client(), strings.TrimPrefix(srv.URL, "http://"), "db", "v1", 0, dir)
+		err := Fetch(context.Background(), srv.Client(), "http", strings.TrimPrefix(srv.URL, "http://"), "db", "v1", 0, dir)
 		srv.Close()
 		if err == nil || !strings.Contains(err.Error(), "refusing") {
 			t.Errorf("entry %q: Fetch = %v, want a refusal", name, err)

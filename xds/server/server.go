@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
 	"spangle/shared/topo"
@@ -48,6 +50,10 @@ type Options struct {
 	// (routerd's --xds-bind). Run closes it when it returns.
 	Listener net.Listener
 	Bind     string
+	// TLS, when not nil, serves gRPC over TLS with this config (routerd
+	// passes its [tls] server config: rotation and client
+	// certificates as there). nil is plaintext.
+	TLS *tls.Config
 
 	// RouterdAddr is routerd's HTTP host:port, which Envoy sends the
 	// requests it cannot place to.
@@ -186,11 +192,15 @@ func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	gs := grpc.NewServer(
+	gopts := []grpc.ServerOption{
 		// Envoy pings idle ADS streams; let it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-	)
+	}
+	if s.opts.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.opts.TLS)))
+	}
+	gs := grpc.NewServer(gopts...)
 	xs := serverv3.NewServer(ctx, s.cache, s.callbacks())
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, xs)
 
@@ -207,7 +217,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer wg.Done()
 		s.follow(ctx, maps)
 	}()
-	s.log.Info("xds: serving ADS", zap.Stringer("addr", lis.Addr()))
+	s.log.Info("xds: serving ADS", zap.Stringer("addr", lis.Addr()), zap.Bool("tls", s.opts.TLS != nil))
 
 	refreshed := make(chan struct{}, 1)
 	wg.Add(1)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -67,6 +68,13 @@ func Build(in Input, opts Options) (*Resources, error) {
 		return nil, errors.New("snapshot: nil map")
 	}
 	r := &Resources{}
+	var ts *corev3.TransportSocket
+	if opts.UpstreamTLS != nil {
+		var err error
+		if ts, err = upstreamTransport(opts.UpstreamTLS); err != nil {
+			return nil, err
+		}
+	}
 	var scriptDBs []luafilter.DB
 	endpoints := map[string]int{} // cluster name -> endpoints Envoy gets
 	dbs := make([]string, 0, len(in.Served))
@@ -85,7 +93,9 @@ func Build(in Input, opts Options) (*Resources, error) {
 		scriptDBs = append(scriptDBs, luafilter.DB{Name: db, Version: version, NumPartitions: v.NumPartitions})
 		for p := 0; p < v.NumPartitions; p++ {
 			name := ClusterName(opts.Name, db, version, p)
-			r.Clusters = append(r.Clusters, partitionCluster(name, opts))
+			c := partitionCluster(name, opts)
+			c.TransportSocket = ts // nil: plaintext
+			r.Clusters = append(r.Clusters, c)
 			cla, unresolved := loadAssignment(name, in.Map.Replicas(db, version, p), in.Resolved)
 			r.Endpoints = append(r.Endpoints, cla)
 			endpoints[name] = len(cla.GetEndpoints()) // 0 or 1 locality

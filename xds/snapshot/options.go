@@ -64,6 +64,24 @@ type Options struct {
 	OutlierInterval    time.Duration
 	BaseEjectionTime   time.Duration
 	MaxEjectionPercent uint32
+	// UpstreamTLS, when not nil, makes Envoy speak mutual TLS to
+	// storaged: every partition cluster carries an UpstreamTlsContext.
+	UpstreamTLS *UpstreamTLS
+}
+
+// UpstreamTLS is what Envoy presents to storaged and checks of it,
+// read from files on Envoy's host (the same [tls] files as routerd's,
+// re-read by Envoy when they change).
+type UpstreamTLS struct {
+	// CertFile and KeyFile are Envoy's client certificate; both empty
+	// sends none (storaged with client_auth = require then refuses it).
+	CertFile, KeyFile string
+	// CAFile is the CA storaged's certificates must chain to; required.
+	CAFile string
+	// PeerNames, when set, are the identities (DNS or URI SANs, '*'
+	// wildcards as in [tls] peer_names) a storaged's certificate must
+	// carry one of.
+	PeerNames []string
 }
 
 func (o Options) withDefaults() Options {

@@ -34,6 +34,9 @@ type Options struct {
 	// host:port is the address the map gives for the node, so it is what
 	// the router dials.
 	URLs []string
+	// Scheme every URL must have: "http" (default), or "https" when
+	// Client speaks the cluster's TLS.
+	Scheme string
 	// Period is the time between two reads of every node; default
 	// DefaultPeriod.
 	Period time.Duration
@@ -104,8 +107,11 @@ func New(opts Options) (*Watcher, error) {
 	w := &Watcher{Mirror: topo.NewMirror(), opts: opts, log: opts.Logger,
 		misses: map[string]int{}, last: map[string]*wire.NodeStatus{}}
 	seen := map[string]bool{}
+	if opts.Scheme == "" {
+		opts.Scheme = "http"
+	}
 	for _, s := range opts.URLs {
-		n, err := parseURL(s)
+		n, err := parseURL(s, opts.Scheme)
 		if err != nil {
 			return nil, err
 		}
@@ -117,12 +123,12 @@ func New(opts Options) (*Watcher, error) {
 	return w, nil
 }
 
-// parseURL accepts http://host:port (with an optional trailing slash).
-func parseURL(s string) (node, error) {
+// parseURL accepts scheme://host:port (with an optional trailing slash).
+func parseURL(s, scheme string) (node, error) {
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "http" || u.User != nil || (u.Path != "" && u.Path != "/") ||
+	if err != nil || u.Scheme != scheme || u.User != nil || (u.Path != "" && u.Path != "/") ||
 		u.RawQuery != "" || u.Fragment != "" {
-		return node{}, fmt.Errorf("statictopo: storaged %q is not http://host:port", s)
+		return node{}, fmt.Errorf("statictopo: storaged %q is not %s://host:port", s, scheme)
 	}
 	if _, _, err := net.SplitHostPort(u.Host); err != nil {
 		return node{}, fmt.Errorf("statictopo: storaged %q: %w", s, err)
@@ -130,7 +136,7 @@ func parseURL(s string) (node, error) {
 	if err := topo.CheckAddr(u.Host); err != nil {
 		return node{}, fmt.Errorf("statictopo: storaged %q: %w", s, err)
 	}
-	return node{status: "http://" + u.Host + "/", addr: u.Host}, nil
+	return node{status: scheme + "://" + u.Host + "/", addr: u.Host}, nil
 }
 
 // Run polls every node at once and then every Period until ctx ends; it

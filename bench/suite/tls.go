@@ -1,0 +1,116 @@
+package suite
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"spangle/bench/dataset"
+	"spangle/bench/report"
+	"spangle/shared/certgen"
+	"spangle/shared/tlsconfig"
+)
+
+// Targets of issue 27: what mutual TLS may cost.
+const (
+	tlsRatioTarget = 0.8 // throughput over TLS / plaintext
+	tlsP99Target   = 1.2 // p99 at half load over TLS / plaintext at that rate
+)
+
+// tlsSection measures what mutual TLS costs, side by side with the same
+// processes in plaintext: storaged GET over TLS (keep-alive) against
+// storaged in plaintext, and routerd (uncached, plaintext to its apps)
+// asking storaged over TLS against routerd asking it in plaintext.
+func (b *bench) tlsSection(ctx context.Context, ds *dataset.Dataset) {
+	const metricS, metricR = "storaged GET over TLS", "routerd uncached GET, TLS to storaged"
+	files, client, err := b.writeTLS()
+	if err != nil {
+		b.failed(metricS, err)
+		return
+	}
+	plain, _, err := b.startStoraged(ctx, "storaged-plain", ds.Root, b.storeDir())
+	if err != nil {
+		b.failed(metricS, err)
+		return
+	}
+	defer plain.Stop()
+	secure, err := b.launchStoraged("storaged-tls", ds.Root, b.storeDir(), "--config", files.storaged)
+	if err != nil {
+		b.failed(metricS, err)
+		return
+	}
+	defer secure.Stop()
+	secure.TLS = client
+	if _, err := activeAt(ctx, secure); err != nil {
+		b.failed(metricS, err)
+		return
+	}
+	keys := randomKeys(ds.Options.Keys)
+	fa, fp, err := b.compare(ctx, contender{name: "storaged TLS", addr: secure.Addr, tls: client}, contender{name: "storaged plaintext", addr: plain.Addr}, keys)
+	if err != nil {
+		b.failed(metricS, err)
+	} else {
+		b.tlsRows(metricS, "storaged plaintext", fa, fp)
+	}
+
+	rdPlain, err := b.startRouterd(ctx, "routerd-plain", plain, "0")
+	if err != nil {
+		b.failed(metricR, err)
+		return
+	}
+	defer rdPlain.Stop()
+	rdTLS, err := b.startRouterd(ctx, "routerd-tls", secure, "0", "--config", files.routerd)
+	if err != nil {
+		b.failed(metricR, err)
+		return
+	}
+	defer rdTLS.Stop()
+	fa, fp, err = b.compare(ctx, contender{name: "routerd TLS", addr: rdTLS.Addr}, contender{name: "routerd plaintext", addr: rdPlain.Addr}, keys)
+	if err != nil {
+		b.failed(metricR, err)
+		return
+	}
+	b.tlsRows(metricR, "routerd with plaintext to storaged", fa, fp)
+}
+
+// tlsRows are throughputRows with issue 27's targets: throughput at
+// least tlsRatioTarget of plaintext's, p99 at half load at most
+// tlsP99Target times plaintext's at the same rate.
+func (b *bench) tlsRows(metric, peer string, fa, fp figures) {
+	b.throughputRows(metric, peer, fa, fp, tlsRatioTarget, 1e9)
+	last := &b.rep.Rows[len(b.rep.Rows)-1] // the p99 row, judged as a ratio
+	*last = report.NewRow(last.Metric, last.Unit, last.Value, last.Peer, last.PeerValue, last.Note,
+		report.Target{Kind: report.RatioAtMost, Limit: tlsP99Target})
+}
+
+// tlsFiles are the config files of the TLS contenders.
+type tlsFiles struct{ storaged, routerd string }
+
+// writeTLS makes the run's certificates (spangle certs' code) and the
+// [tls] config files of storaged (mutual TLS required) and routerd; it
+// returns them and the load generator's client config.
+func (b *bench) writeTLS() (tlsFiles, *tls.Config, error) {
+	dir := filepath.Join(b.tmp, "certs")
+	if err := certgen.WriteSet(dir, certgen.SetOptions{Names: []string{"127.0.0.1", "localhost"}}); err != nil {
+		return tlsFiles{}, nil, err
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	section := func(cert, key string) string {
+		return fmt.Sprintf("[tls]\ncert_file = %q\nkey_file = %q\nca_file = %q\nclient_auth = \"require\"\n", p(cert), p(key), p(certgen.CAFile))
+	}
+	f := tlsFiles{storaged: p("storaged.toml"), routerd: p("routerd.toml")}
+	if err := os.WriteFile(f.storaged, []byte(section(certgen.PeerFile, certgen.PeerKeyFile)), 0o644); err != nil {
+		return tlsFiles{}, nil, fmt.Errorf("suite: %w", err)
+	}
+	if err := os.WriteFile(f.routerd, []byte(section(certgen.ClientFile, certgen.ClientKeyFile)), 0o644); err != nil {
+		return tlsFiles{}, nil, fmt.Errorf("suite: %w", err)
+	}
+	client, err := tlsconfig.Static(tlsconfig.Settings{CertFile: p(certgen.ClientFile), KeyFile: p(certgen.ClientKeyFile), CAFile: p(certgen.CAFile)}, time.Now())
+	if err != nil {
+		return tlsFiles{}, nil, err
+	}
+	return f, client, nil
+}
