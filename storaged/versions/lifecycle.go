@@ -302,7 +302,7 @@ func (m *Manager) openIn(dir func(p int) string, db, name string, n int, created
 		}
 		return nil, err
 	}
-	return newVersion(db, name, n, created, parts, m.rep.reports), nil
+	return newVersion(db, name, n, created, parts, m.rep.Reports()), nil
 }
 
 // removeVersionLocked stops serving a loaded version and deletes it, in
@@ -340,6 +340,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		}
 		m.mu.Lock()
 		m.forgetLocked(db, d, vs)
+		m.rep.Forget(db, vs.name)
 		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
 			delete(m.dbs, db)
 		}

@@ -16,6 +16,7 @@ import (
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 	"spangle/storaged/loader"
+	"spangle/storaged/repair"
 	"spangle/storaged/store"
 	"spangle/storaged/table"
 )
@@ -104,8 +105,9 @@ type Options struct {
 	// Cache bounds each open partition's memory.
 	Cache table.CacheOptions
 	Hooks Hooks
-	// Repair tunes the scrub and the rebuild of corrupt partitions.
-	Repair RepairOptions
+	// Repair tunes the scrub and the rebuild of corrupt partitions; its
+	// Store, Cache, Log and Registerer are the manager's.
+	Repair repair.Options
 	// ProgressEvery is how often a load under way logs its progress;
 	// default DefaultProgressEvery.
 	ProgressEvery time.Duration
@@ -131,7 +133,7 @@ type Manager struct {
 	log     *zap.Logger
 	metrics *metrics
 	dbm     *dbMetrics
-	rep     *repairs
+	rep     *repair.Repairer // rebuilds corrupt partitions (partitions.go)
 	view    atomic.Pointer[view]
 	refresh chan struct{}
 	limit   chan struct{}
@@ -190,7 +192,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	m.metrics = newMetrics(opts.Registerer)
 	m.dbm = newDBMetrics(opts.Registerer)
-	m.rep = newRepairs(opts.Repair, opts.Registerer)
+	ropts := opts.Repair
+	ropts.Store, ropts.Cache, ropts.Log, ropts.Registerer = opts.Store, opts.Cache, opts.Log, opts.Registerer
+	m.rep = repair.New(ropts, partitionHost{m})
 	m.view.Store(&view{})
 	return m, nil
 }
@@ -213,7 +217,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.runRepairs(ctx)
+		m.rep.Run(ctx)
 	}()
 	m.Scan(ctx)
 	m.startupScanned()

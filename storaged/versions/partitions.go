@@ -11,12 +11,9 @@ import (
 
 	"spangle/shared/source"
 	"spangle/storaged/loader"
+	"spangle/storaged/repair"
 	"spangle/storaged/table"
 )
-
-// dropGrace is how long a dropped partition stays open for requests that
-// acquired the version before the drop.
-const dropGrace = time.Minute
 
 // servableLocked returns the state of db/version if it is servable (or
 // loaded and waiting for activation), else nil.
@@ -50,7 +47,7 @@ func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vs := m.servableLocked(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil || m.rep.bad[vs][p] != nil {
+	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil || m.rep.Bad(db, version, p) {
 		return "", false
 	}
 	return m.opts.Store.PartitionDir(db, version, p), true
@@ -157,8 +154,8 @@ func (m *Manager) fillPartition(ctx context.Context, db, version string, files [
 
 // Where a partition added or rebuilt came from, in logs and metrics.
 const (
-	fromPeer   = "peer"
-	fromSource = "source"
+	fromPeer   = repair.FromPeer
+	fromSource = repair.FromSource
 )
 
 // DropPartition stops serving partition p of db/version, which the
@@ -177,7 +174,7 @@ func (m *Manager) DropPartition(_ context.Context, db, version string, p int) er
 	m.publishLocked()
 	m.mu.Unlock()
 	dir := m.opts.Store.PartitionDir(db, version, p)
-	time.AfterFunc(dropGrace, func() {
+	time.AfterFunc(repair.DropGrace, func() {
 		part.Close()
 		os.RemoveAll(dir)
 	})
@@ -213,4 +210,64 @@ func (v *Version) withPartition(p int, part *table.Partition) *Version {
 	nv.current.Store(v.current.Load())
 	nv.lastUsed.Store(v.lastUsed.Load())
 	return nv
+}
+
+// partitionHost is the Manager as storaged/repair sees it (repair.Host):
+// the served partitions, read and swapped under the manager's lock.
+type partitionHost struct{ m *Manager }
+
+func (h partitionHost) Serving(db, version string, p int) (*table.Partition, []source.File) {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	vs := h.m.servableLocked(db, version)
+	if vs == nil || p < 0 || p >= len(vs.v.parts) {
+		return nil, nil
+	}
+	return vs.v.parts[p], vs.files
+}
+
+func (h partitionHost) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string) (string, error) {
+	var fill func(ctx context.Context, dir string) error
+	if cp := h.m.opts.Hooks.CopyPartition; cp != nil {
+		fill = func(ctx context.Context, dir string) error { return cp(ctx, db, version, p, dir) }
+	}
+	return h.m.fillPartition(ctx, db, version, files, p, dir, fill)
+}
+
+func (h partitionHost) Swap(db, version string, p int, old, part *table.Partition) bool {
+	m := h.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vs := m.servableLocked(db, version)
+	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] != old {
+		return false
+	}
+	vs.v = vs.v.withPartition(p, part)
+	m.publishLocked()
+	return true
+}
+
+// afterReuse is called once a version reused from the local store
+// serves: storaged/repair deletes what an interrupted rebuild left beside
+// its partitions, and scrubs them in the background.
+func (m *Manager) afterReuse(db string, vs *vstate) {
+	m.mu.Lock()
+	ctx := m.ctx
+	var held []int
+	if m.servableLocked(db, vs.name) == vs {
+		held = vs.v.Held()
+	}
+	m.mu.Unlock()
+	m.rep.Reused(db, vs.name, held)
+	if len(held) == 0 {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.rep.Scrub(ctx, db, vs.name, held)
+	}()
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/shared/wait"
 	"spangle/storaged/loader"
 	"spangle/storaged/store"
 )
@@ -160,9 +161,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		vs.v, vs.files = nv, rb.files
 		vs.rebuild = nil
 		vs.reason = ""
-		for p, b := range m.rep.bad[vs] {
-			m.forgetBadLocked(vs, p, b) // of the old copy
-		}
+		m.rep.Forget(db, vs.name) // what was bad in the old copy
 		vs.loadTook = time.Since(start)
 		m.loadedN.Add(1)
 		m.metrics.loads.WithLabelValues("loaded").Inc()
@@ -174,7 +173,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			sleepCtx(parent, swapGrace)
+			wait.Sleep(parent, swapGrace)
 			old.closing.Store(true)
 			waitUnused(old, 10*time.Second)
 			old.close()

@@ -40,7 +40,7 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			if v.phase == loaded {
 				h.Reason = "loaded; waiting to become active"
 			}
-			if bad, why := m.corruptLocked(v); bad != nil {
+			if bad, why := m.rep.Corrupt(db, name); bad != nil {
 				h.CorruptPartitions = bad
 				h.Reason = joinReasons(h.Reason, why)
 			}
@@ -107,7 +107,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st.Partitions = vs.v.Held()
 				st.Created = vs.v.Created
 			}
-			if bad, why := m.corruptLocked(vs); bad != nil {
+			if bad, why := m.rep.Corrupt(name, vname); bad != nil {
 				st.CorruptPartitions = bad
 				st.Reason = joinReasons(st.Reason, why)
 			}
