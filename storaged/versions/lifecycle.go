@@ -190,7 +190,7 @@ func (m *Manager) makeDurable(db string, vs *vstate, p *pendingBuild) {
 		return // being removed
 	}
 	man := p.man
-	man.Partitions = vs.v.Held() // AddPartition may have added some
+	man.Partitions = vs.v.Held() // replica.Set.Add may have added some
 	man.Complete = true
 	man.Loaded = m.opts.Now().UTC()
 	if err := m.opts.Store.WriteManifest(man); err != nil {
@@ -343,6 +343,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.rep.Forget(db, vs.name)
 		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
 			delete(m.dbs, db)
+			m.plan.Forget(db)
 		}
 		m.publishLocked()
 		m.mu.Unlock()
@@ -357,7 +358,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 func (m *Manager) removeDBLocked(db string, d *dbState) {
 	d.gone = true
 	m.dbm.forget(db)
-	m.markRemovedLocked(db)
+	m.removed.Removed(db)
 	d.current = ""
 	for _, vs := range d.versions {
 		switch {
@@ -372,6 +373,7 @@ func (m *Manager) removeDBLocked(db string, d *dbState) {
 	}
 	if len(d.versions) == 0 {
 		delete(m.dbs, db)
+		m.plan.Forget(db)
 	}
 }
 

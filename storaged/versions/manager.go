@@ -15,8 +15,11 @@ import (
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
+	"spangle/storaged/dbremoval"
 	"spangle/storaged/loader"
+	"spangle/storaged/planner"
 	"spangle/storaged/repair"
+	"spangle/storaged/replica"
 	"spangle/storaged/store"
 	"spangle/storaged/table"
 )
@@ -115,35 +118,32 @@ type Options struct {
 	Now func() time.Time
 }
 
+// dbState is what the manager knows of one db. Guarded by Manager.mu.
 type dbState struct {
 	versions map[string]*vstate
-	watch    map[string]*watched // versions whose files are not settled yet
-	// awaiting: versions whose _SUCCESS manifest lists files not there
-	// yet, with those files (success.go).
-	awaiting map[string][]string
 	current  string
 	gone     bool // removed from the source
-	pin      pinState
-	format   formatState
 }
 
 // Manager owns the versions of every db. It is safe for concurrent use.
 type Manager struct {
-	opts    Options
-	log     *zap.Logger
-	metrics *metrics
-	dbm     *dbMetrics
-	rep     *repair.Repairer // rebuilds corrupt partitions (partitions.go)
-	view    atomic.Pointer[view]
-	refresh chan struct{}
-	limit   chan struct{}
+	opts     Options
+	log      *zap.Logger
+	metrics  *metrics
+	dbm      *dbMetrics
+	rep      *repair.Repairer   // rebuilds corrupt partitions (partitions.go)
+	plan     *planner.Planner   // what each scan heads for (plan.go)
+	replicas *replica.Set       // partitions added and dropped (partitions.go)
+	removed  *dbremoval.Tracker // dbs gone from the source, until the cluster forgets them
+	view     atomic.Pointer[view]
+	refresh  chan struct{}
+	limit    chan struct{}
 
 	loadedN, reusedN, failedN atomic.Int64
 	retryNow                  atomic.Bool // Refresh asked for a scan: it retries at once
 
-	mu       sync.Mutex // guards dbs, removed, ctx, rescan, rescanAt and forceRetry
+	mu       sync.Mutex // guards dbs, ctx, rescan, rescanAt and forceRetry
 	dbs      map[string]*dbState
-	removed  map[string]*removal
 	ctx      context.Context // Run's context, once running
 	rescan   *time.Timer     // a scan due once watched files may have settled
 	rescanAt time.Time
@@ -186,7 +186,7 @@ func New(opts Options) (*Manager, error) {
 		opts.RetryMax = max(DefaultRetryMax, opts.RetryMin)
 	}
 	m := &Manager{
-		opts: opts, log: opts.Log, dbs: map[string]*dbState{}, removed: map[string]*removal{},
+		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
 		refresh: make(chan struct{}, 1),
 		limit:   make(chan struct{}, opts.MaxParallelLoads),
 	}
@@ -195,6 +195,10 @@ func New(opts Options) (*Manager, error) {
 	ropts := opts.Repair
 	ropts.Store, ropts.Cache, ropts.Log, ropts.Registerer = opts.Store, opts.Cache, opts.Log, opts.Registerer
 	m.rep = repair.New(ropts, partitionHost{m})
+	m.replicas = replica.New(replicaHost{m}, opts.Store, opts.Cache, opts.Log)
+	m.removed = dbremoval.New(opts.Hooks.DBRemoved, opts.Log, &m.wg)
+	m.plan = planner.New(planner.Options{Source: opts.Source, Store: opts.Store, Log: opts.Log,
+		SettleTime: opts.SettleTime, Pin: opts.Hooks.Pin, Now: opts.Now}, plannerHost{m})
 	m.view.Store(&view{})
 	return m, nil
 }
@@ -274,7 +278,10 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.log.Error("listing versions failed", zap.String("db", db), zap.Error(err))
 			continue
 		}
-		p, ok := m.planDB(ctx, db, versions, m.formatFor(ctx, db, m.pinFor(ctx, db, versions)))
+		m.mu.Lock()
+		m.dbLocked(db) // known from now on, planned or not
+		m.mu.Unlock()
+		p, ok := m.plan.Plan(ctx, db, versions)
 		if !ok {
 			continue
 		}
@@ -290,6 +297,7 @@ func (m *Manager) Scan(ctx context.Context) {
 		}
 	}
 	m.dbsRemovedLocked(seen, true)
+	m.setPinGaugesLocked()
 	m.publishLocked()
 	m.mu.Unlock()
 	m.cleanLocalStore()
@@ -302,43 +310,43 @@ func (m *Manager) Scan(ctx context.Context) {
 // start serves at once what it served before). Versions that are neither,
 // nor the active one, stop loading or are removed; failed versions newer
 // than those planned stay to show their reason.
-func (m *Manager) considerLocked(db string, p plan) {
+func (m *Manager) considerLocked(db string, p planner.Plan) {
 	d := m.dbLocked(db)
 	d.gone = false
 	// A failed version is forgotten once no scan would reach it: gone
 	// from the source, below the versions planned, or older than the
 	// active one; a pinned one stays to show why the pin does not serve.
 	lowest := ""
-	if p.fallback != nil {
-		lowest = p.fallback.name
-	} else if p.target != nil {
-		lowest = p.target.name
+	if p.Fallback != nil {
+		lowest = p.Fallback.Name
+	} else if p.Target != nil {
+		lowest = p.Target.Name
 	}
 	for name, o := range d.versions {
-		if o.phase == failed && name != d.pin.version && (!p.listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
+		if o.phase == failed && name != p.Pin && (!p.Listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
 			m.forgetLocked(db, d, o)
 		}
 	}
-	if p.target == nil {
+	if p.Target == nil {
 		m.publishLocked()
 		return
 	}
-	want := []*candidate{p.target}
-	if f := p.fallback; f != nil && !m.anyActiveLocked(d) {
+	want := []*planner.Candidate{p.Target}
+	if f := p.Fallback; f != nil && !m.anyActiveLocked(d) {
 		waited := false
-		if tv := d.versions[p.target.name]; tv != nil && tv.phase == loaded {
+		if tv := d.versions[p.Target.Name]; tv != nil && tv.phase == loaded {
 			left := tv.loadedAt.Add(m.opts.FallbackAfter).Sub(m.opts.Now())
 			if waited = left <= 0; !waited {
 				m.rescanLocked(left)
 			}
 		}
-		if waited || (f.local && !p.target.local) {
+		if waited || (f.Local && !p.Target.Local) {
 			want = append(want, f)
 		}
 	}
 	wanted := func(name string) bool {
 		for _, c := range want {
-			if c.name == name {
+			if c.Name == name {
 				return true
 			}
 		}
@@ -371,12 +379,12 @@ func (m *Manager) anyActiveLocked(d *dbState) bool {
 // ensureLocked makes c loaded (or loading) from its current files: it
 // starts a load, follows a version still held, or loads again a version
 // whose files changed since it was loaded.
-func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
-	vs := d.versions[c.name]
+func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
+	vs := d.versions[c.Name]
 	switch {
 	case vs == nil:
 	case vs.phase == failed:
-		if !sameFiles(vs.files, c.files) {
+		if !source.SameFiles(vs.files, c.Files) {
 			m.forgetLocked(db, d, vs) // the source changed: try again
 			break
 		}
@@ -384,17 +392,17 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 			return
 		}
 		m.log.Info("loading again a version failed by a transient error", zap.String("db", db),
-			zap.String("version", c.name), zap.Int("retry", vs.retries))
+			zap.String("version", c.Name), zap.Int("retry", vs.retries))
 		m.metrics.retries.Inc()
 		m.forgetLocked(db, d, vs)
-		m.startLoadLocked(db, d, c.name, c.files)
-		d.versions[c.name].retries = vs.retries // its backoff goes on from there
+		m.startLoadLocked(db, d, c.Name, c.Files)
+		d.versions[c.Name].retries = vs.retries // its backoff goes on from there
 		return
 	case vs.phase.leaving():
 		vs.reload = true // loaded again once it is gone
 		return
-	case !sameFiles(vs.files, c.files) && vs.phase.servable():
-		m.rebuildLocked(db, vs, c.files) // rebuild.go
+	case !source.SameFiles(vs.files, c.Files) && vs.phase.servable():
+		m.rebuildLocked(db, vs, c.Files) // rebuild.go
 		if vs.phase == superseded {
 			// The source went back to it: its loaded copy serves until
 			// the rebuilt one replaces it.
@@ -411,9 +419,9 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 			m.activateLocked(db, d, vs)
 		}
 		return
-	case !sameFiles(vs.files, c.files):
+	case !source.SameFiles(vs.files, c.Files):
 		m.log.Warn("version's files changed while it was loading; loading it again",
-			zap.String("db", db), zap.String("version", c.name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.files)))
+			zap.String("db", db), zap.String("version", c.Name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.Files)))
 		m.metrics.reloads.Inc()
 		vs.reload = true
 		if vs.phase.loading() {
@@ -430,22 +438,10 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 	default:
 		return
 	}
-	m.startLoadLocked(db, d, c.name, c.files)
-	if c.local {
-		m.trackStartupLocked(d.versions[c.name])
+	m.startLoadLocked(db, d, c.Name, c.Files)
+	if c.Local {
+		m.trackStartupLocked(d.versions[c.Name])
 	}
-}
-
-func sameFiles(a, b []source.File) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Size != b[i].Size || !a[i].ModTime.Equal(b[i].ModTime) {
-			return false
-		}
-	}
-	return true
 }
 
 // Activate makes db/version the active version (cluster mode, with
@@ -523,8 +519,8 @@ func (m *Manager) publishLocked() {
 				dv.byName[name] = vs.v
 			}
 		}
-		for name, w := range d.watch {
-			if d.versions[name] == nil && m.settlingLocked(w) != "" {
+		for _, name := range m.plan.Settling(db) {
+			if d.versions[name] == nil {
 				counts[wire.StateSettling]++
 			}
 		}
@@ -563,6 +559,7 @@ func (m *Manager) shutdown() {
 		}
 	}
 	m.dbs = map[string]*dbState{}
+	m.plan.Reset()
 	m.publishLocked()
 }
 
@@ -572,4 +569,18 @@ func waitUnused(v *Version, timeout time.Duration) {
 	for v.refs.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// dbsRemovedLocked lets the cluster forget the dbs removed from the
+// source that have nothing left on this node (storaged/dbremoval): a scan
+// passes the dbs the source lists, a sweep nil.
+func (m *Manager) dbsRemovedLocked(listed map[string]bool, scan bool) {
+	ctx := m.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	m.removed.Check(ctx, listed, scan, func(db string) bool {
+		d := m.dbs[db]
+		return d == nil || len(d.versions) == 0
+	})
 }

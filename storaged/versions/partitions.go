@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
 	"spangle/storaged/loader"
+	"spangle/storaged/replica"
 	"spangle/storaged/repair"
 	"spangle/storaged/table"
 )
@@ -51,64 +51,6 @@ func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
 		return "", false
 	}
 	return m.opts.Store.PartitionDir(db, version, p), true
-}
-
-// AddPartition makes this node serve partition p of a version it already
-// serves, for the coordinator's re-replication and rebalancing. fill, if
-// not nil, writes the partition's database into an empty directory (a
-// copy from a peer); if it is nil or fails, the partition is built from
-// the source. The partition is then served beside the others and
-// announced through Hooks.PartitionReady. Errors: ErrVersionNotHeld.
-func (m *Manager) AddPartition(ctx context.Context, db, version string, p int, fill func(ctx context.Context, dir string) error) error {
-	m.mu.Lock()
-	vs := m.servableLocked(db, version)
-	if vs == nil {
-		m.mu.Unlock()
-		return fmt.Errorf("%w: %s/%s", ErrVersionNotHeld, db, version)
-	}
-	n := vs.v.NumPartitions
-	if p < 0 || p >= n {
-		m.mu.Unlock()
-		return fmt.Errorf("versions: %s/%s has no partition %d", db, version, p)
-	}
-	if vs.v.parts[p] != nil {
-		m.mu.Unlock()
-		return nil
-	}
-	files := vs.files
-	m.mu.Unlock()
-
-	dir := m.opts.Store.PartitionDir(db, version, p)
-	from, err := m.fillPartition(ctx, db, version, files, p, dir, fill)
-	if err != nil {
-		return err
-	}
-	part, err := table.OpenPartition(dir, m.opts.Cache)
-	if err != nil {
-		os.RemoveAll(dir)
-		return fmt.Errorf("versions: %w", err)
-	}
-
-	m.mu.Lock()
-	if m.servableLocked(db, version) != vs {
-		m.mu.Unlock()
-		part.Close()
-		return fmt.Errorf("%w: %s/%s went while partition %d was fetched", ErrVersionNotHeld, db, version, p)
-	}
-	if vs.v.parts[p] != nil { // added meanwhile
-		m.mu.Unlock()
-		part.Close()
-		return nil
-	}
-	vs.v = vs.v.withPartition(p, part)
-	m.recordHeldLocked(db, version, vs.v.Held())
-	m.publishLocked()
-	m.mu.Unlock()
-	m.log.Info("partition added", zap.String("db", db), zap.String("version", version), zap.Int("partition", p), zap.String("from", from))
-	if f := m.opts.Hooks.PartitionReady; f != nil {
-		f(db, version, p, n)
-	}
-	return nil
 }
 
 // fillPartition writes partition p of db/version into dir, emptied
@@ -157,43 +99,6 @@ const (
 	fromPeer   = repair.FromPeer
 	fromSource = repair.FromSource
 )
-
-// DropPartition stops serving partition p of db/version, which the
-// coordinator gave to other nodes. Requests already under way finish:
-// the partition is closed and deleted a minute later.
-func (m *Manager) DropPartition(_ context.Context, db, version string, p int) error {
-	m.mu.Lock()
-	vs := m.servableLocked(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil {
-		m.mu.Unlock()
-		return nil
-	}
-	part := vs.v.parts[p]
-	vs.v = vs.v.withPartition(p, nil)
-	m.recordHeldLocked(db, version, vs.v.Held())
-	m.publishLocked()
-	m.mu.Unlock()
-	dir := m.opts.Store.PartitionDir(db, version, p)
-	time.AfterFunc(repair.DropGrace, func() {
-		part.Close()
-		os.RemoveAll(dir)
-	})
-	m.log.Info("partition dropped", zap.String("db", db), zap.String("version", version), zap.Int("partition", p))
-	return nil
-}
-
-// recordHeldLocked rewrites the local manifest's partition list, so a
-// restart reuses what the node holds now.
-func (m *Manager) recordHeldLocked(db, version string, held []int) {
-	man, err := m.opts.Store.ReadManifest(db, version)
-	if err != nil {
-		return
-	}
-	man.Partitions = held
-	if err := m.opts.Store.WriteManifest(man); err != nil {
-		m.log.Warn("recording the held partitions", zap.String("db", db), zap.String("version", version), zap.Error(err))
-	}
-}
 
 // withPartition returns a copy of v serving part as partition p (nil: not
 // serving p). The copy shares v's open partitions; v stays usable by the
@@ -271,3 +176,60 @@ func (m *Manager) afterReuse(db string, vs *vstate) {
 		m.rep.Scrub(ctx, db, vs.name, held)
 	}()
 }
+
+// replicaHost is the Manager as storaged/replica sees it (replica.Host):
+// the coordinator adds and drops partitions of served versions through
+// it.
+type replicaHost struct{ m *Manager }
+
+func (h replicaHost) Served(db, version string, p int) (replica.Served, bool) {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	vs := h.m.servableLocked(db, version)
+	if vs == nil {
+		return replica.Served{}, false
+	}
+	s := replica.Served{Token: vs, Files: vs.files, N: vs.v.NumPartitions}
+	if p >= 0 && p < len(vs.v.parts) {
+		s.Part = vs.v.parts[p]
+	}
+	return s, true
+}
+
+func (h replicaHost) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
+	return h.m.fillPartition(ctx, db, version, files, p, dir, fill)
+}
+
+func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served, swapped bool) {
+	m := h.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vs, _ := token.(*vstate)
+	if vs == nil || !vs.phase.servable() {
+		return false, false
+	}
+	if p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] != old {
+		return true, false
+	}
+	vs.v = vs.v.withPartition(p, part)
+	// The local manifest lists what the node holds now, so that a
+	// restart reuses it.
+	if man, err := m.opts.Store.ReadManifest(vs.v.DB, vs.name); err == nil {
+		man.Partitions = vs.v.Held()
+		if err := m.opts.Store.WriteManifest(man); err != nil {
+			m.log.Warn("recording the held partitions", zap.String("db", vs.v.DB), zap.String("version", vs.name), zap.Error(err))
+		}
+	}
+	m.publishLocked()
+	return true, true
+}
+
+func (h replicaHost) Ready(db, version string, p, n int) {
+	if f := h.m.opts.Hooks.PartitionReady; f != nil {
+		f(db, version, p, n)
+	}
+}
+
+// Replicas adds and drops partitions of the versions this node serves,
+// for the coordinator's re-replication and rebalancing (storaged/replica).
+func (m *Manager) Replicas() *replica.Set { return m.replicas }

@@ -53,9 +53,9 @@ const reasonRebuilding = "its source files changed; building it again beside the
 func (m *Manager) rebuildLocked(db string, vs *vstate, files []source.File) {
 	prev := vs.rebuild
 	switch {
-	case prev != nil && sameFiles(prev.files, files):
+	case prev != nil && source.SameFiles(prev.files, files):
 		return
-	case prev == nil && vs.rebuildFailed != nil && sameFiles(vs.rebuildFailed, files) && !m.forceRetry:
+	case prev == nil && vs.rebuildFailed != nil && source.SameFiles(vs.rebuildFailed, files) && !m.forceRetry:
 		return
 	}
 	if prev != nil {
