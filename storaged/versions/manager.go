@@ -12,9 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"spangle/shared/parquetkv"
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
+	"spangle/storaged/builder"
 	"spangle/storaged/dbremoval"
 	"spangle/storaged/loader"
 	"spangle/storaged/planner"
@@ -132,6 +134,7 @@ type Manager struct {
 	metrics  *metrics
 	dbm      *dbMetrics
 	rep      *repair.Repairer   // rebuilds corrupt partitions (partitions.go)
+	build    *builder.Builder   // makes and opens local copies (lifecycle.go)
 	plan     *planner.Planner   // what each scan heads for (plan.go)
 	replicas *replica.Set       // partitions added and dropped (partitions.go)
 	removed  *dbremoval.Tracker // dbs gone from the source, until the cluster forgets them
@@ -195,6 +198,11 @@ func New(opts Options) (*Manager, error) {
 	ropts := opts.Repair
 	ropts.Store, ropts.Cache, ropts.Log, ropts.Registerer = opts.Store, opts.Cache, opts.Log, opts.Registerer
 	m.rep = repair.New(ropts, partitionHost{m})
+	lopts := opts.Loader
+	lopts.Limit, lopts.Log = m.limit, opts.Log
+	m.build = builder.New(builder.Options{Source: opts.Source, Store: opts.Store, Loader: lopts, Cache: opts.Cache,
+		Format: func(db string) parquetkv.Format { return m.plan.Format(db) }, CopyPartition: opts.Hooks.CopyPartition,
+		Log: opts.Log, Registerer: opts.Registerer})
 	m.replicas = replica.New(replicaHost{m}, opts.Store, opts.Cache, opts.Log)
 	m.removed = dbremoval.New(opts.Hooks.DBRemoved, opts.Log, &m.wg)
 	m.plan = planner.New(planner.Options{Source: opts.Source, Store: opts.Store, Log: opts.Log,

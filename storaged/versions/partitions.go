@@ -2,16 +2,13 @@ package versions
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"slices"
 
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
-	"spangle/storaged/loader"
-	"spangle/storaged/replica"
 	"spangle/storaged/repair"
+	"spangle/storaged/replica"
 	"spangle/storaged/table"
 )
 
@@ -51,47 +48,6 @@ func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
 		return "", false
 	}
 	return m.opts.Store.PartitionDir(db, version, p), true
-}
-
-// fillPartition writes partition p of db/version into dir, emptied
-// first: a copy by fill (from a peer), checked block by block, since the
-// peer's disk may have rotted too; else, when fill is nil or fails, a
-// build from the source, synced. It returns where the partition came
-// from, "peer" or "source".
-func (m *Manager) fillPartition(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
-	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("versions: %w", err)
-	}
-	if fill != nil {
-		err := fill(ctx, dir)
-		if err == nil {
-			if err = table.VerifyPartition(ctx, dir, nil); err == nil {
-				m.metrics.partitions.WithLabelValues(fromPeer).Inc()
-				return fromPeer, nil
-			}
-		}
-		m.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", db),
-			zap.String("version", version), zap.Int("partition", p), zap.Error(err))
-		if err := os.RemoveAll(dir); err != nil {
-			return "", fmt.Errorf("versions: %w", err)
-		}
-	}
-	lopts := m.loaderOptions(db)
-	res, err := loader.Load(ctx, loader.Request{
-		Source: m.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
-		Dir: func(int) string { return dir },
-	}, lopts)
-	if err == nil {
-		// The manifest will list it: on disk first.
-		err = res.Sync()
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
-	}
-	m.metrics.records.Add(float64(res.Records))
-	m.metrics.partitions.WithLabelValues(fromSource).Inc()
-	return fromSource, nil
 }
 
 // Where a partition added or rebuilt came from, in logs and metrics.
@@ -136,7 +92,7 @@ func (h partitionHost) Fill(ctx context.Context, db, version string, files []sou
 	if cp := h.m.opts.Hooks.CopyPartition; cp != nil {
 		fill = func(ctx context.Context, dir string) error { return cp(ctx, db, version, p, dir) }
 	}
-	return h.m.fillPartition(ctx, db, version, files, p, dir, fill)
+	return h.m.build.Fill(ctx, db, version, files, p, dir, fill)
 }
 
 func (h partitionHost) Swap(db, version string, p int, old, part *table.Partition) bool {
@@ -197,7 +153,7 @@ func (h replicaHost) Served(db, version string, p int) (replica.Served, bool) {
 }
 
 func (h replicaHost) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
-	return h.m.fillPartition(ctx, db, version, files, p, dir, fill)
+	return h.m.build.Fill(ctx, db, version, files, p, dir, fill)
 }
 
 func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served, swapped bool) {

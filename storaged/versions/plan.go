@@ -87,17 +87,6 @@ func (m *Manager) dbLocked(db string) *dbState {
 	return d
 }
 
-// loaderOptions returns the options a load of db's versions uses: the
-// manager's, with the node's load limit, its logger, and the db's
-// _FORMAT for Parquet.
-func (m *Manager) loaderOptions(db string) loader.Options {
-	lopts := m.opts.Loader
-	lopts.Limit = m.limit
-	lopts.Log = m.log
-	lopts.Formats = loader.WithParquet(lopts.Formats, m.plan.Format(db))
-	return lopts
-}
-
 // numPartitions is the partition count of a version's files, 0 when they
 // do not make a version (the reason says why).
 func numPartitions(files []source.File) int {

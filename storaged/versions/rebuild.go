@@ -10,8 +10,8 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/wait"
+	"spangle/storaged/builder"
 	"spangle/storaged/loader"
-	"spangle/storaged/store"
 )
 
 // A version is immutable in principle, but a job that writes its output
@@ -121,7 +121,10 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 	}
 	var nv *Version
 	if err == nil && ctx.Err() == nil {
-		nv, err = m.buildBeside(ctx, db, vs.name, rb.files, nNow, held)
+		var o builder.Opened
+		if o, err = m.build.BuildBeside(ctx, db, vs.name, rb.files, nNow, held, m.opts.Now().UTC()); err == nil {
+			nv = m.newVersion(db, vs.name, o)
+		}
 	}
 
 	m.mu.Lock()
@@ -203,45 +206,6 @@ func (m *Manager) rebuildHeld(ctx context.Context, db, name string, nNow, nBefor
 		held[i] = i
 	}
 	return held, nil
-}
-
-// buildBeside builds db/name (n partitions) from files into the store's
-// rebuild directory, syncs it, marks its manifest complete and opens it
-// there.
-func (m *Manager) buildBeside(ctx context.Context, db, name string, files []source.File, n int, held []int) (*Version, error) {
-	st := m.opts.Store
-	if err := st.RemoveRebuild(db, name); err != nil {
-		return nil, localErr(err)
-	}
-	var created time.Time
-	for _, f := range files {
-		if f.ModTime.After(created) {
-			created = f.ModTime
-		}
-	}
-	lopts := m.loaderOptions(db)
-	dir := func(p int) string { return st.RebuildPartitionDir(db, name, p) }
-	res, err := loader.Load(ctx, loader.Request{
-		Source: m.opts.Source, DB: db, Version: name, Files: files, Held: held, Dir: dir,
-	}, lopts)
-	if err != nil {
-		return nil, err
-	}
-	m.metrics.records.Add(float64(res.Records))
-	m.metrics.partitions.WithLabelValues(fromSource).Add(float64(len(held)))
-	if err := res.Sync(); err != nil {
-		return nil, localErr(err)
-	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files,
-		Created: created, Loaded: m.opts.Now().UTC(), Complete: true}
-	if err := st.WriteRebuildManifest(man); err != nil {
-		return nil, localErr(err)
-	}
-	v, err := m.openIn(dir, db, name, n, created, held)
-	if err != nil {
-		return nil, localErr(err)
-	}
-	return v, nil
 }
 
 func (m *Manager) removeRebuild(db, name string) {

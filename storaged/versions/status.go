@@ -158,13 +158,11 @@ func (m *Manager) DBNames() []string {
 type metrics struct {
 	loads       *prometheus.CounterVec
 	loadSeconds prometheus.Histogram
-	records     prometheus.Counter
 	states      *prometheus.GaugeVec
 	reloads     prometheus.Counter
 	pinned      prometheus.Gauge
 	pinErrors   prometheus.Gauge
 	retries     prometheus.Counter
-	partitions  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -177,10 +175,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:    "spangle_storaged_version_load_duration_seconds",
 			Help:    "Time to load a version from the source.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
-		}),
-		records: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "spangle_storaged_records_loaded_total",
-			Help: "Records read from source files.",
 		}),
 		states: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "spangle_storaged_versions",
@@ -202,13 +196,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "spangle_storaged_version_load_retries_total",
 			Help: "Loads started again, with the same files, after a transient error (source unavailable, object changed, local disk).",
 		}),
-		partitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spangle_storaged_partitions_loaded_total",
-			Help: "Partitions of versions loaded, by where they came from: copied from a peer that served them, or built from the source.",
-		}, []string{"from"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.pinned, m.pinErrors, m.retries, m.partitions)
+		reg.MustRegister(m.loads, m.loadSeconds, m.states, m.reloads, m.pinned, m.pinErrors, m.retries)
 	}
 	return m
 }
