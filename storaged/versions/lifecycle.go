@@ -49,17 +49,13 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	n, err := loader.NumPartitions(vs.files)
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
-	} else if m.opts.Hooks.Held != nil {
-		m.setReason(vs, reasonWaitingForCluster)
-		held, err = m.opts.Hooks.Held(ctx, db, vs.name, n)
-		m.setReason(vs, "")
-		if err != nil && ctx.Err() == nil {
-			err = fmt.Errorf("versions: deciding the partitions of %s/%s: %w", db, vs.name, err)
-		}
 	} else {
-		held = make([]int, n)
-		for i := range held {
-			held[i] = i
+		if m.opts.Hooks.Held != nil {
+			m.setReason(vs, reasonWaitingForCluster)
+		}
+		held, err = m.opts.Hooks.held(ctx, db, vs.name, n)
+		if m.opts.Hooks.Held != nil {
+			m.setReason(vs, "")
 		}
 	}
 	// The wait for the cluster above is not the load's own time: took
@@ -68,7 +64,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	start := time.Now()
 	if err == nil {
 		stop := make(chan struct{})
-		go m.logProgress(db, vs.name, vs.progress, stop)
+		go logProgress(m.log, m.opts.ProgressEvery, db, vs.name, vs.progress, stop)
 		var o builder.Opened
 		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, vs.progress); err == nil {
 			v, pending = m.newVersion(db, vs.name, o), o.Pending
@@ -151,7 +147,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	if d.versions[vs.name] == vs && vs.phase == loaded {
 		if activate {
 			m.activateLocked(db, d, vs)
-		} else if !m.anyActiveLocked(d) {
+		} else if !d.anyActive() {
 			// It waits for the cluster, which may never call it complete
 			// (another node may fail it): a scan then loads a fallback.
 			m.rescanLocked(m.opts.FallbackAfter)

@@ -73,6 +73,23 @@ type Hooks struct {
 	Pin func(db string) (p topo.Pin, ok bool)
 }
 
+// held returns the partitions of db/version (n partitions) this node
+// holds: what Held says, or all of them without it.
+func (h Hooks) held(ctx context.Context, db, version string, n int) ([]int, error) {
+	if h.Held == nil {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all, nil
+	}
+	held, err := h.Held(ctx, db, version, n)
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("versions: deciding the partitions of %s/%s: %w", db, version, err)
+	}
+	return held, err
+}
+
 // Options configures a Manager. Zero values select the defaults noted.
 type Options struct {
 	Source source.Source
@@ -120,6 +137,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// dbTable is every db the manager knows. Guarded by Manager.mu.
+type dbTable map[string]*dbState
+
 // dbState is what the manager knows of one db. Guarded by Manager.mu.
 type dbState struct {
 	versions map[string]*vstate
@@ -146,7 +166,7 @@ type Manager struct {
 	retryNow                  atomic.Bool // Refresh asked for a scan: it retries at once
 
 	mu       sync.Mutex // guards dbs, ctx, rescan, rescanAt and forceRetry
-	dbs      map[string]*dbState
+	dbs      dbTable
 	ctx      context.Context // Run's context, once running
 	rescan   *time.Timer     // a scan due once watched files may have settled
 	rescanAt time.Time
@@ -232,7 +252,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.rep.Run(ctx)
 	}()
 	m.Scan(ctx)
-	m.startupScanned()
+	m.mu.Lock()
+	m.start.scanned = true
+	m.mu.Unlock()
 	var tick <-chan time.Time
 	if m.opts.RefreshPeriod > 0 {
 		t := time.NewTicker(m.opts.RefreshPeriod)
@@ -287,7 +309,7 @@ func (m *Manager) Scan(ctx context.Context) {
 			continue
 		}
 		m.mu.Lock()
-		m.dbLocked(db) // known from now on, planned or not
+		m.dbs.get(db) // known from now on, planned or not
 		m.mu.Unlock()
 		p, ok := m.plan.Plan(ctx, db, versions)
 		if !ok {
@@ -319,7 +341,7 @@ func (m *Manager) Scan(ctx context.Context) {
 // nor the active one, stop loading or are removed; failed versions newer
 // than those planned stay to show their reason.
 func (m *Manager) considerLocked(db string, p planner.Plan) {
-	d := m.dbLocked(db)
+	d := m.dbs.get(db)
 	d.gone = false
 	// A failed version is forgotten once no scan would reach it: gone
 	// from the source, below the versions planned, or older than the
@@ -331,7 +353,7 @@ func (m *Manager) considerLocked(db string, p planner.Plan) {
 		lowest = p.Target.Name
 	}
 	for name, o := range d.versions {
-		if o.phase == failed && name != p.Pin && (!p.Listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
+		if o.phase == failed && name != p.Pin && (!p.Listed[name] || name < lowest || d.anyActive() && name < d.current) {
 			m.forgetLocked(db, d, o)
 		}
 	}
@@ -340,7 +362,7 @@ func (m *Manager) considerLocked(db string, p planner.Plan) {
 		return
 	}
 	want := []*planner.Candidate{p.Target}
-	if f := p.Fallback; f != nil && !m.anyActiveLocked(d) {
+	if f := p.Fallback; f != nil && !d.anyActive() {
 		waited := false
 		if tv := d.versions[p.Target.Name]; tv != nil && tv.phase == loaded {
 			left := tv.loadedAt.Add(m.opts.FallbackAfter).Sub(m.opts.Now())
@@ -377,9 +399,9 @@ func (m *Manager) considerLocked(db string, p planner.Plan) {
 	}
 }
 
-// anyActiveLocked reports whether some version of d answers unpinned
+// anyActive reports whether some version of d answers unpinned
 // requests.
-func (m *Manager) anyActiveLocked(d *dbState) bool {
+func (d *dbState) anyActive() bool {
 	cur := d.versions[d.current]
 	return cur != nil && cur.phase == active
 }
@@ -448,7 +470,7 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
 	}
 	m.startLoadLocked(db, d, c.Name, c.Files)
 	if c.Local {
-		m.trackStartupLocked(d.versions[c.Name])
+		m.start.track(d.versions[c.Name])
 	}
 }
 

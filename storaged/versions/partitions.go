@@ -12,10 +12,10 @@ import (
 	"spangle/storaged/table"
 )
 
-// servableLocked returns the state of db/version if it is servable (or
+// servable returns the state of db/version if it is servable (or
 // loaded and waiting for activation), else nil.
-func (m *Manager) servableLocked(db, version string) *vstate {
-	d := m.dbs[db]
+func (t dbTable) servable(db, version string) *vstate {
+	d := t[db]
 	if d == nil {
 		return nil
 	}
@@ -31,7 +31,7 @@ func (m *Manager) servableLocked(db, version string) *vstate {
 func (m *Manager) HeldPartitions(db, version string) []int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if vs := m.servableLocked(db, version); vs != nil {
+	if vs := m.dbs.servable(db, version); vs != nil {
 		return vs.v.Held()
 	}
 	return nil
@@ -43,7 +43,7 @@ func (m *Manager) HeldPartitions(db, version string) []int {
 func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	vs := m.servableLocked(db, version)
+	vs := m.dbs.servable(db, version)
 	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil || m.rep.Bad(db, version, p) {
 		return "", false
 	}
@@ -80,7 +80,7 @@ type partitionHost struct{ m *Manager }
 func (h partitionHost) Serving(db, version string, p int) (*table.Partition, []source.File) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	vs := h.m.servableLocked(db, version)
+	vs := h.m.dbs.servable(db, version)
 	if vs == nil || p < 0 || p >= len(vs.v.parts) {
 		return nil, nil
 	}
@@ -99,7 +99,7 @@ func (h partitionHost) Swap(db, version string, p int, old, part *table.Partitio
 	m := h.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	vs := m.servableLocked(db, version)
+	vs := m.dbs.servable(db, version)
 	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] != old {
 		return false
 	}
@@ -115,7 +115,7 @@ func (m *Manager) afterReuse(db string, vs *vstate) {
 	m.mu.Lock()
 	ctx := m.ctx
 	var held []int
-	if m.servableLocked(db, vs.name) == vs {
+	if m.dbs.servable(db, vs.name) == vs {
 		held = vs.v.Held()
 	}
 	m.mu.Unlock()
@@ -141,7 +141,7 @@ type replicaHost struct{ m *Manager }
 func (h replicaHost) Served(db, version string, p int) (replica.Served, bool) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	vs := h.m.servableLocked(db, version)
+	vs := h.m.dbs.servable(db, version)
 	if vs == nil {
 		return replica.Served{}, false
 	}

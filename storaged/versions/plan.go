@@ -37,7 +37,7 @@ func (h plannerHost) Fail(db, name string, err error) {
 	m := h.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := m.dbLocked(db)
+	d := m.dbs.get(db)
 	vs := d.versions[name]
 	switch {
 	case vs == nil:
@@ -77,12 +77,12 @@ func (m *Manager) rescanLocked(d time.Duration) {
 	m.rescan = time.AfterFunc(d, m.kick)
 }
 
-// dbLocked returns db's state, created if new.
-func (m *Manager) dbLocked(db string) *dbState {
-	d := m.dbs[db]
+// get returns db's state, created if new.
+func (t dbTable) get(db string) *dbState {
+	d := t[db]
 	if d == nil {
 		d = &dbState{versions: map[string]*vstate{}}
-		m.dbs[db] = d
+		t[db] = d
 	}
 	return d
 }

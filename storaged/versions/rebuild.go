@@ -117,7 +117,13 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 	}
 	var held []int
 	if err == nil {
-		held, err = m.rebuildHeld(ctx, db, vs.name, nNow, n, heldBefore)
+		// The partitions held before when the count is unchanged, else
+		// what Hooks.Held says (the cluster refuses a count other than
+		// the one it knows).
+		held = heldBefore
+		if nNow != n {
+			held, err = m.opts.Hooks.held(ctx, db, vs.name, nNow)
+		}
 	}
 	var nv *Version
 	if err == nil && ctx.Err() == nil {
@@ -127,6 +133,11 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		}
 	}
 
+	removeRebuild := func() {
+		if err := m.opts.Store.RemoveRebuild(db, vs.name); err != nil {
+			m.log.Warn("deleting an unfinished rebuild", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		}
+	}
 	m.mu.Lock()
 	live := vs.rebuild == rb && vs.phase.servable() && ctx.Err() == nil
 	if live && err == nil && !slices.Equal(vs.v.Held(), heldBefore) {
@@ -144,7 +155,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		if nv != nil {
 			nv.close()
 		}
-		m.removeRebuild(db, vs.name)
+		removeRebuild()
 	case err != nil:
 		vs.rebuild, vs.rebuildFailed = nil, rb.files
 		vs.reason = "its source files changed and building it again failed (the copy loaded before serves): " + err.Error()
@@ -156,7 +167,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		}
 		m.log.Error("building a version again from its changed files failed; the copy loaded before serves",
 			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
-		m.removeRebuild(db, vs.name)
+		removeRebuild()
 	default:
 		old := vs.v
 		nv.current.Store(old.current.Load())
@@ -184,32 +195,5 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 				m.log.Warn("deleting a version's replaced copy", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 			}
 		}()
-	}
-}
-
-// rebuildHeld returns the partitions a rebuild of nNow partitions builds:
-// those held before when the count is unchanged, else what Hooks.Held
-// says (the cluster refuses a count other than the one it knows).
-func (m *Manager) rebuildHeld(ctx context.Context, db, name string, nNow, nBefore int, heldBefore []int) ([]int, error) {
-	if nNow == nBefore {
-		return heldBefore, nil
-	}
-	if m.opts.Hooks.Held != nil {
-		held, err := m.opts.Hooks.Held(ctx, db, name, nNow)
-		if err != nil {
-			return nil, fmt.Errorf("versions: deciding the partitions of %s/%s: %w", db, name, err)
-		}
-		return held, nil
-	}
-	held := make([]int, nNow)
-	for i := range held {
-		held[i] = i
-	}
-	return held, nil
-}
-
-func (m *Manager) removeRebuild(db, name string) {
-	if err := m.opts.Store.RemoveRebuild(db, name); err != nil {
-		m.log.Warn("deleting an unfinished rebuild", zap.String("db", db), zap.String("version", name), zap.Error(err))
 	}
 }
