@@ -161,7 +161,7 @@ func newest(files []source.File) time.Time {
 
 // LocalErr marks a failure of the local store met by a build (removing
 // what was there, writing the manifest, opening what was just written)
-// as loader.ErrLocal: a disk error, not bad data (versions.Transient).
+// as loader.ErrLocal: a disk error, not bad data (retry.Transient).
 func LocalErr(err error) error {
 	return fmt.Errorf("versions: %w: %w", loader.ErrLocal, err)
 }

@@ -11,6 +11,7 @@ import (
 	"spangle/shared/source"
 	"spangle/storaged/builder"
 	"spangle/storaged/loader"
+	"spangle/storaged/retry"
 )
 
 // startLoadLocked starts loading db/name in the background.
@@ -95,7 +96,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.toLocked(db, vs, failed)
 		vs.cause, vs.reason = err.Error(), err.Error()
 		msg := "loading version failed; an older version serves while its files stay as they are"
-		if Transient(err) {
+		if retry.Transient(err) {
 			m.retryLaterLocked(vs)
 			msg = "loading version failed with a transient error; an older version serves until a retry succeeds"
 		}

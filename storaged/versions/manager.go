@@ -22,6 +22,7 @@ import (
 	"spangle/storaged/planner"
 	"spangle/storaged/repair"
 	"spangle/storaged/replica"
+	"spangle/storaged/retry"
 	"spangle/storaged/store"
 	"spangle/storaged/table"
 )
@@ -63,7 +64,7 @@ type Hooks struct {
 	// DBRemoved lets the cluster forget a db the source no longer lists,
 	// once nothing of it is left on this node (after BeforeRemove of each
 	// version). It reports whether the cluster is done with the db; false
-	// or an error calls it again at the next scan. See dbremoved.go.
+	// or an error calls it again at the next scan. See storaged/dbremoval.
 	DBRemoved func(ctx context.Context, db string) (bool, error)
 	// Pin returns the db's pin the cluster decided (the leader publishes
 	// it from the _PIN marker), followed in place of this node's own
@@ -115,9 +116,9 @@ type Options struct {
 	// complete. Default DefaultFallbackAfter.
 	FallbackAfter time.Duration
 	// RetryMin and RetryMax bound the backoff before a version failed by
-	// a transient error (Transient) is loaded again: RetryMin after the
-	// first failure, doubling up to RetryMax. Defaults DefaultRetryMin and
-	// DefaultRetryMax.
+	// a transient error (retry.Transient) is loaded again: RetryMin after
+	// the first failure, doubling up to RetryMax. Defaults retry.DefaultMin
+	// and retry.DefaultMax.
 	RetryMin, RetryMax time.Duration
 	// MaxParallelLoads bounds the files read at once over all loads;
 	// default GOMAXPROCS.
@@ -203,10 +204,10 @@ func New(opts Options) (*Manager, error) {
 		opts.FallbackAfter = DefaultFallbackAfter
 	}
 	if opts.RetryMin <= 0 {
-		opts.RetryMin = DefaultRetryMin
+		opts.RetryMin = retry.DefaultMin
 	}
 	if opts.RetryMax < opts.RetryMin {
-		opts.RetryMax = max(DefaultRetryMax, opts.RetryMin)
+		opts.RetryMax = max(retry.DefaultMax, opts.RetryMin)
 	}
 	m := &Manager{
 		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
@@ -422,11 +423,11 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
 			return
 		}
 		m.log.Info("loading again a version failed by a transient error", zap.String("db", db),
-			zap.String("version", c.Name), zap.Int("retry", vs.retries))
+			zap.String("version", c.Name), zap.Int("retry", vs.retry.Failures))
 		m.metrics.retries.Inc()
 		m.forgetLocked(db, d, vs)
 		m.startLoadLocked(db, d, c.Name, c.Files)
-		d.versions[c.Name].retries = vs.retries // its backoff goes on from there
+		d.versions[c.Name].retry.Failures = vs.retry.Failures // its backoff goes on from there
 		return
 	case vs.phase.leaving():
 		vs.reload = true // loaded again once it is gone

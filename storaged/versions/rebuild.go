@@ -17,7 +17,7 @@ import (
 // A version is immutable in principle, but a job that writes its output
 // again overwrites the files of a version already served, and a copy
 // that keeps file times can change a version's files after it loaded
-// (plan.go's settling sees the change only once it has happened). When a
+// (the planner's settling sees the change only once it has happened). When a
 // scan finds the settled files of a servable version different from the
 // ones it was built from, the version is built again beside the copy
 // that serves (store.RebuildDir), from the source only: a peer serves
