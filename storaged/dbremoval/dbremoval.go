@@ -63,10 +63,13 @@ func (t *Tracker) Removed(db string) {
 // with scan false: a db is tried once, as soon as its last version is
 // gone. A scan calls it with the dbs the source lists and scan true:
 // those are forgotten, and the others are tried again until the hook
-// reports them done. ctx is the one the hook gets.
+// reports them done. ctx is the one the hook gets (nil: Background).
 func (t *Tracker) Check(ctx context.Context, listed map[string]bool, scan bool, empty func(db string) bool) {
 	if t == nil {
 		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -77,6 +77,12 @@ func (m *Manager) rescanLocked(d time.Duration) {
 	m.rescan = time.AfterFunc(d, m.kick)
 }
 
+// empty reports whether nothing of db is left: no state, or no version.
+func (t dbTable) empty(db string) bool {
+	d := t[db]
+	return d == nil || len(d.versions) == 0
+}
+
 // get returns db's state, created if new.
 func (t dbTable) get(db string) *dbState {
 	d := t[db]
