@@ -20,6 +20,7 @@ import (
 	"spangle/bench/proc"
 	"spangle/bench/suite"
 	"spangle/shared/topo"
+	"spangle/shared/wait"
 	"spangle/shared/zktest"
 )
 
@@ -227,8 +228,8 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 	if err != nil {
 		return p, err
 	}
-	if err := sleep(ctx, window); err != nil {
-		return p, err
+	if err := wait.Sleep(ctx, window); err != nil {
+		return p, fmt.Errorf("scale: %w", err)
 	}
 	zt1, zc1, err := c.snapshot(ctx)
 	if err != nil {
@@ -263,8 +264,8 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 	}
 	served := time.Now()
 	p.NewVersionS = served.Sub(c0).Seconds()
-	if err := sleep(ctx, time.Until(c0.Add(window))); err != nil {
-		return p, err
+	if err := wait.Sleep(ctx, time.Until(c0.Add(window))); err != nil {
+		return p, fmt.Errorf("scale: %w", err)
 	}
 	zt1, zc1, err = c.snapshot(ctx)
 	if err != nil {
@@ -365,8 +366,8 @@ func waitSteady(ctx context.Context, zks *zktest.Server) error {
 		return err
 	}
 	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); {
-		if err := sleep(ctx, time.Second); err != nil {
-			return err
+		if err := wait.Sleep(ctx, time.Second); err != nil {
+			return fmt.Errorf("scale: %w", err)
 		}
 		cur, err := mntr(zks)
 		if err != nil {
@@ -419,18 +420,6 @@ func completeAt(addr, db, version string) (time.Time, error) {
 type silent struct{}
 
 func (silent) Printf(string, ...any) {}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("scale: %w", ctx.Err())
-	case <-time.After(d):
-		return nil
-	}
-}
 
 // pageSize fetches url as a browser would and returns the HTML's size.
 func pageSize(ctx context.Context, url string) (int, error) {

@@ -15,6 +15,7 @@ import (
 
 	"spangle/shared/cliflags"
 	"spangle/shared/debugserver"
+	"spangle/shared/placement"
 	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
@@ -27,7 +28,6 @@ const (
 	DefaultZK           = "127.0.0.1:2181"
 	DefaultClusterName  = "spangle"
 	DefaultProxyTimeout = 100 * time.Millisecond
-	DefaultReplication  = 2
 	DefaultCacheSize    = 64 << 20
 	DefaultHedgeBudget  = 0.1
 	DefaultPoll         = time.Second
@@ -152,7 +152,7 @@ func Default() Config {
 		LogFormat:        "json",
 		Debug:            Debug{Expvars: true, Pprof: true},
 		GCHeadroom:       DefaultGCHeadroom,
-		Sharding:         Sharding{Replication: DefaultReplication, MinReplication: 1},
+		Sharding:         Sharding{Replication: placement.DefaultReplication, MinReplication: 1},
 		BatchMaxKeys:     wire.DefaultBatchMaxKeys,
 		BatchMaxBytes:    wire.DefaultBatchMaxBytes,
 		BatchReadTimeout: wire.DefaultBatchReadTimeout,

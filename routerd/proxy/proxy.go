@@ -10,14 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/routerd/health"
+	"spangle/shared/placement"
 	"spangle/shared/wire"
 )
 
 // Defaults of Options, as in sequins.
 const (
 	DefaultTimeout      = 100 * time.Millisecond
-	DefaultReplication  = 2
-	DefaultStageTimeout = DefaultTimeout / DefaultReplication
+	DefaultStageTimeout = DefaultTimeout / placement.DefaultReplication
 )
 
 // Errors of Do; the server maps each to its status with errors.Is.
@@ -92,7 +92,7 @@ type Options struct {
 	// Timeout bounds a whole lookup (default DefaultTimeout).
 	Timeout time.Duration
 	// StageTimeout is how long one replica gets before another is started
-	// in parallel (default Timeout / DefaultReplication).
+	// in parallel (default Timeout / placement.DefaultReplication).
 	StageTimeout time.Duration
 	// Budget caps hedges (default NewBudget(DefaultHedgeRatio,
 	// DefaultHedgeWindow, DefaultMinHedges)).
@@ -117,7 +117,7 @@ func New(opts Options) (*Proxy, error) {
 		opts.Timeout = DefaultTimeout
 	}
 	if opts.StageTimeout <= 0 {
-		opts.StageTimeout = opts.Timeout / DefaultReplication
+		opts.StageTimeout = opts.Timeout / placement.DefaultReplication
 	}
 	if opts.Budget == nil {
 		opts.Budget = NewBudget(DefaultHedgeRatio, DefaultHedgeWindow, DefaultMinHedges)

@@ -5,6 +5,11 @@ import (
 	"slices"
 )
 
+// DefaultReplication is how many nodes hold each partition of a version
+// unless configured otherwise, as in sequins: every daemon and package
+// that needs the default takes it from here.
+const DefaultReplication = 2
+
 // Placement lists, for each partition, the distinct shard ids that should
 // hold a copy of it. It is the unit a leader decides and publishes; a
 // partition with fewer holders than the replication is under-replicated.

@@ -45,6 +45,21 @@ type File struct {
 	ModTime time.Time `json:"mtime"`
 }
 
+// SameFiles reports whether two listings of a version are the same: the
+// same names, sizes and modification times, in the same order. A version
+// whose listing changed is one being written again.
+func SameFiles(a, b []File) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Size != b[i].Size || !a[i].ModTime.Equal(b[i].ModTime) {
+			return false
+		}
+	}
+	return true
+}
+
 // Source is a source root. Implementations are safe for concurrent use.
 type Source interface {
 	// DBs returns the valid db names in the root, sorted.

@@ -18,7 +18,6 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultReplication  = 2
 	DefaultPollInterval = 100 * time.Millisecond
 )
 
@@ -46,7 +45,7 @@ type Options struct {
 	// required.
 	Node topo.Node
 	// Replication is how many copies of each partition the strategy
-	// places; default DefaultReplication.
+	// places; default placement.DefaultReplication.
 	Replication int
 	// MinReplication is how many live replicas every partition needs
 	// before clients are switched to a version; default 1.
@@ -116,7 +115,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, errors.New("cluster: Node.ID is required")
 	}
 	if opts.Replication <= 0 {
-		opts.Replication = DefaultReplication
+		opts.Replication = placement.DefaultReplication
 	}
 	if opts.MinReplication <= 0 {
 		opts.MinReplication = 1

@@ -12,29 +12,28 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"spangle/shared/debugserver"
+	"spangle/shared/placement"
 	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
+	"spangle/storaged/coordinator"
+	"spangle/storaged/versions"
 )
 
 // Defaults.
 const (
-	DefaultBind             = "0.0.0.0:9599"
-	DefaultLocalStore       = "/var/lib/spangle/storaged"
-	DefaultVersionRetention = 10 * time.Minute
-	DefaultSettleTime       = 5 * time.Second
-	DefaultReplication      = 2
-	DefaultTimeToConverge   = 10 * time.Second
-	DefaultRereplicateAfter = 5 * time.Minute
-	DefaultPruneAfter       = 5 * time.Minute
-	DefaultClusterName      = "spangle"
-	DefaultZKConnect        = time.Second
-	DefaultZKSession        = 10 * time.Second
-	DefaultBlockCacheSize   = 128 << 20
-	DefaultBlockSize        = 4 << 10 // lookups missing the block cache read less
-	DefaultBloomBits        = 10
-	DefaultSpillSize        = 128 << 20
-	DefaultGCHeadroom       = 32 << 20
+	DefaultBind           = "0.0.0.0:9599"
+	DefaultLocalStore     = "/var/lib/spangle/storaged"
+	DefaultSettleTime     = 5 * time.Second
+	DefaultTimeToConverge = 10 * time.Second
+	DefaultClusterName    = "spangle"
+	DefaultZKConnect      = time.Second
+	DefaultZKSession      = 10 * time.Second
+	DefaultBlockCacheSize = 128 << 20
+	DefaultBlockSize      = 4 << 10 // lookups missing the block cache read less
+	DefaultBloomBits      = 10
+	DefaultSpillSize      = 128 << 20
+	DefaultGCHeadroom     = 32 << 20
 	// DefaultScrubRate (MB/s) reads a reused local store back in minutes
 	// per 10 GB while leaving most of a disk to lookups and loads.
 	DefaultScrubRate = 50
@@ -237,7 +236,7 @@ func Default() Config {
 	return Config{
 		Bind:             DefaultBind,
 		LocalStore:       DefaultLocalStore,
-		VersionRetention: DefaultVersionRetention,
+		VersionRetention: versions.DefaultRetention,
 		SettleTime:       DefaultSettleTime,
 		LogLevel:         "info",
 		LogFormat:        "json",
@@ -249,9 +248,9 @@ func Default() Config {
 		BatchReadTimeout: wire.DefaultBatchReadTimeout,
 		BatchReadBytes:   wire.DefaultBatchReadBytes,
 		Sharding: Sharding{
-			Replication: DefaultReplication, MinReplication: 1,
+			Replication: placement.DefaultReplication, MinReplication: 1,
 			TimeToConverge: DefaultTimeToConverge, ClusterName: DefaultClusterName,
-			Assignment: "sequins", RereplicateAfter: DefaultRereplicateAfter, PruneAfter: DefaultPruneAfter,
+			Assignment: "sequins", RereplicateAfter: coordinator.DefaultRereplicateAfter, PruneAfter: coordinator.DefaultPruneAfter,
 			ElectQuorum: "all",
 		},
 		ZK: ZK{ConnectTimeout: DefaultZKConnect, SessionTimeout: DefaultZKSession, Prefix: topo.DefaultPrefix},

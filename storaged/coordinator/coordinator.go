@@ -23,7 +23,6 @@ const (
 	DefaultRereplicateAfter = 5 * time.Minute
 	DefaultPruneAfter       = 5 * time.Minute
 	DefaultInterval         = time.Second
-	DefaultReplication      = 2
 )
 
 // Options configures a Coordinator. Zero values select the defaults noted.
@@ -40,7 +39,7 @@ type Options struct {
 	// Rendezvous rebalances when a node joins.
 	Strategy placement.Strategy
 	// Replication is the copies of each partition; default
-	// DefaultReplication.
+	// placement.DefaultReplication.
 	Replication int
 	// RereplicateAfter is how long a node must have been gone before its
 	// copies are given to others; default DefaultRereplicateAfter.
@@ -138,7 +137,7 @@ func New(opts Options) (*Coordinator, error) {
 		opts.Strategy = placement.Sequins{}
 	}
 	if opts.Replication <= 0 {
-		opts.Replication = DefaultReplication
+		opts.Replication = placement.DefaultReplication
 	}
 	if opts.RereplicateAfter == 0 {
 		opts.RereplicateAfter = DefaultRereplicateAfter

@@ -25,6 +25,7 @@ import (
 	"spangle/storaged/config"
 	"spangle/storaged/coordinator"
 	"spangle/storaged/loader"
+	"spangle/storaged/repair"
 	"spangle/storaged/server"
 	"spangle/storaged/store"
 	"spangle/storaged/table"
@@ -176,7 +177,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 				Snappy: l.Compression == "snappy", NoSync: l.NoSync},
 		},
 		Cache:  table.CacheOptions{Blocks: blocks},
-		Repair: versions.RepairOptions{ScrubRate: cfg.ScrubRate * 1e6},
+		Repair: repair.Options{ScrubRate: cfg.ScrubRate * 1e6},
 	}
 	sopts := server.Options{
 		Log: log, Registry: reg, ContentType: cfg.ContentType,

@@ -11,6 +11,7 @@ import (
 
 	"spangle/shared/topo"
 	"spangle/storaged/coordinator"
+	"spangle/storaged/replica"
 	"spangle/storaged/transfer"
 	"spangle/storaged/versions"
 )
@@ -34,10 +35,10 @@ type peerClient struct {
 func (h *holder) Held(db, version string) []int { return h.mgr.HeldPartitions(db, version) }
 
 func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []string) error {
-	err := h.mgr.AddPartition(ctx, db, version, p, func(ctx context.Context, dir string) error {
+	err := h.mgr.Replicas().Add(ctx, db, version, p, func(ctx context.Context, dir string) error {
 		return copyFromPeers(ctx, h.client, h.log, peers, db, version, p, dir)
 	})
-	if errors.Is(err, versions.ErrVersionNotHeld) {
+	if errors.Is(err, replica.ErrNotServed) {
 		return fmt.Errorf("%w: %w", coordinator.ErrNotServable, err)
 	}
 	return err
@@ -80,5 +81,5 @@ func peerCopier(conn topo.Conn, self string, client peerClient, log *zap.Logger)
 }
 
 func (h *holder) Drop(ctx context.Context, db, version string, p int) error {
-	return h.mgr.DropPartition(ctx, db, version, p)
+	return h.mgr.Replicas().Drop(ctx, db, version, p)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"spangle/shared/wait"
 	"spangle/shared/wire"
 	"spangle/storaged/versions"
 )
@@ -99,18 +98,11 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	if err != nil {
 		return s.batchReadFailed(w, r, err)
 	}
-	n := s.inflight.Add(1)
 	defer s.inflight.Add(-1)
-	if s.opts.MaxInflight > 0 && n > int64(s.opts.MaxInflight) {
-		w.Header()["Retry-After"] = s.retryAfter
-		return httpError(w, r, wire.StatusUnavailable, "overloaded")
+	if code := s.admit(w, r); code != 0 {
+		return code
 	}
 	s.batch.keys.Observe(float64(len(keys)))
-	if s.opts.Delay > 0 {
-		if err := wait.Sleep(r.Context(), s.opts.Delay); err != nil {
-			return httpError(w, r, wire.StatusUnavailable, "cancelled")
-		}
-	}
 	v, code := s.acquire(w, r, db)
 	if code != 0 {
 		return code

@@ -199,16 +199,9 @@ func (s *Server) observe(start time.Time, code int) {
 
 // serveKey is where a key lookup is served. It returns the status sent.
 func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key []byte) int {
-	n := s.inflight.Add(1)
 	defer s.inflight.Add(-1)
-	if s.opts.MaxInflight > 0 && n > int64(s.opts.MaxInflight) {
-		w.Header()["Retry-After"] = s.retryAfter
-		return httpError(w, r, wire.StatusUnavailable, "overloaded")
-	}
-	if s.opts.Delay > 0 {
-		if err := wait.Sleep(r.Context(), s.opts.Delay); err != nil {
-			return httpError(w, r, wire.StatusUnavailable, "cancelled")
-		}
+	if code := s.admit(w, r); code != 0 {
+		return code
 	}
 	v, code := s.acquire(w, r, db)
 	if code != 0 {
@@ -248,11 +241,31 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 	return http.StatusOK
 }
 
-// acquire takes the version a request for db is answered from: the one
-// it pins (X-Sequins-Version), else the active one; the caller releases
-// it. When there is none it answers the request itself and returns the
-// status it wrote; otherwise code is 0.
+// admit is the first step of every lookup, a GET's and a batch's: it
+// takes an in-flight slot, which the caller gives back whatever the
+// outcome (defer s.inflight.Add(-1), before calling admit), and answers
+// 503 itself when the node is over Options.MaxInflight, returning the
+// status it wrote; 0 admits the lookup.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) int {
+	n := s.inflight.Add(1)
+	if s.opts.MaxInflight > 0 && n > int64(s.opts.MaxInflight) {
+		w.Header()["Retry-After"] = s.retryAfter
+		return httpError(w, r, wire.StatusUnavailable, "overloaded")
+	}
+	return 0
+}
+
+// acquire is the second step of every lookup: after Options.Delay (tests
+// only), it takes the version a request for db is answered from: the
+// one it pins (X-Sequins-Version), else the active one; the caller
+// releases it. When there is none it answers the request itself and
+// returns the status it wrote; otherwise code is 0.
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request, db string) (v *versions.Version, code int) {
+	if s.opts.Delay > 0 {
+		if err := wait.Sleep(r.Context(), s.opts.Delay); err != nil {
+			return nil, httpError(w, r, wire.StatusUnavailable, "cancelled")
+		}
+	}
 	var pinned string
 	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
 		pinned = vs[0]

@@ -4,14 +4,17 @@
 // atomic swap, keeps older versions for pinned requests until they have
 // been unused for the retention period, and deletes them from disk.
 //
-// A scan heads for the newest version that can be loaded (plan.go): it
+// A scan heads for the newest version that can be loaded, as
+// storaged/planner decides (plan.go is the planner's view of the
+// manager): it
 // passes over versions whose files are still changing (the settle time,
 // counted from when this node first saw their file list, never from file
 // times; such a version shows as SETTLING), and versions that failed with the files they still have, so a broken
 // newest version leaves the previous one served. A version failed by a
 // transient error (the source unreachable, an object changed mid-read, a
 // local disk error: Transient) is passed over only until its backoff is
-// over or Refresh is called, and then loaded again (retry.go). While nothing of a db is
+// over or Refresh is called, and then loaded again (retry.go; the policy
+// is storaged/retry's). While nothing of a db is
 // active it may also load a fallback, the next older version: one already
 // complete in the local store at a start, or, in cluster mode, one the
 // cluster can complete when the newest stays incomplete.
@@ -20,8 +23,9 @@
 // node holds, whether a loaded version waits for an external signal
 // (Manager.Activate) before it becomes active, and callbacks when a
 // partition becomes servable, before a version is removed, and once a db
-// that left the source has nothing left on the node (dbremoved.go: tried
-// again at each scan until the cluster has forgotten the db). Standalone,
+// that left the source has nothing left on the node (storaged/dbremoval:
+// tried again at each scan until the cluster has forgotten the db).
+// Standalone,
 // a node holds every partition and a version is active once loaded.
 //
 // Each version the manager knows is in one phase (state.go), changed only
@@ -48,7 +52,8 @@
 //
 // The events:
 //   - scan: a scan wants a version it does not know and starts its load.
-//   - unlistable: its files cannot all be listed (plan.go).
+//   - unlistable: its files cannot all be listed (the planner's
+//     plannerHost.Fail, plan.go).
 //   - early Activate: Manager.Activate while it loads (cluster mode).
 //   - load done, load failed, load returned: its load ends.
 //   - activate: Manager.Activate; or at once when loaded, if Hooks.Gated
@@ -81,15 +86,30 @@
 // activate-on-load, cancelling and loaded; ACTIVE for active; REMOVING
 // for superseded, retiring and removing; ERROR for failed.
 // Versions it does not hold also show there: HELD for those the source
-// lists above a db's pin (pin.go), BUILDING for those waiting for the
-// files their _SUCCESS manifest lists (success.go). A version loading
+// lists above a db's pin, BUILDING for those waiting for the files their
+// _SUCCESS manifest lists (both storaged/planner's). A version loading
 // shows its progress (progress.go).
 //
 // The request path (Manager.Acquire, Version.Get) takes no lock: it reads
 // an immutable snapshot through an atomic pointer, and a version's
 // reference count keeps its databases open while a request uses them.
 //
-// A partition whose block fails its checksum, found by a lookup or by the
-// scrub of a version reused after a restart, is rebuilt in the background
-// and swapped in the same way, by one snapshot swap (repair.go, scrub.go).
+// What is not the lifecycle lives in packages of its own, each seeing the
+// manager through a small interface or plain callbacks: storaged/planner
+// (what a scan heads for), storaged/builder (making and opening a
+// version's local copy), storaged/retry (the backoff policy),
+// storaged/repair and storaged/scrub (a partition whose block fails its
+// checksum, found by a lookup or by the scrub of a version reused after a
+// restart, is rebuilt in the background and swapped in by one snapshot
+// swap), storaged/replica (partitions added and dropped for the
+// coordinator) and storaged/dbremoval. partitions.go and plan.go hold the
+// adapters they call back through; each takes the manager's lock for a
+// moment, and none of them calls back while it holds a lock of its own,
+// so the manager may call them with its lock held.
+//
+// Files: manager.go (options, Run, Scan, consider, ensure, Activate,
+// publish), lifecycle.go (load, remove), state.go (the phase table),
+// version.go (Version and the snapshot), rebuild.go (files changed under
+// a served version), retry.go, startup.go, offline.go, status.go,
+// progress.go; partitions.go and plan.go (the adapters).
 package versions

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/storaged/builder"
 	"spangle/storaged/loader"
-	"spangle/storaged/store"
-	"spangle/storaged/table"
+	"spangle/storaged/retry"
 )
 
 // startLoadLocked starts loading db/name in the background.
@@ -46,24 +43,20 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	var (
 		held    []int
 		v       *Version
-		pending *pendingBuild
+		pending *builder.Pending
 	)
 	// The input format of the files says N (a version mixing formats
 	// fails here).
 	n, err := loader.NumPartitions(vs.files)
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
-	} else if m.opts.Hooks.Held != nil {
-		m.setReason(vs, reasonWaitingForCluster)
-		held, err = m.opts.Hooks.Held(ctx, db, vs.name, n)
-		m.setReason(vs, "")
-		if err != nil && ctx.Err() == nil {
-			err = fmt.Errorf("versions: deciding the partitions of %s/%s: %w", db, vs.name, err)
-		}
 	} else {
-		held = make([]int, n)
-		for i := range held {
-			held[i] = i
+		if m.opts.Hooks.Held != nil {
+			m.setReason(vs, reasonWaitingForCluster)
+		}
+		held, err = m.opts.Hooks.held(ctx, db, vs.name, n)
+		if m.opts.Hooks.Held != nil {
+			m.setReason(vs, "")
 		}
 	}
 	// The wait for the cluster above is not the load's own time: took
@@ -72,8 +65,11 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	start := time.Now()
 	if err == nil {
 		stop := make(chan struct{})
-		go m.logProgress(db, vs.name, vs.progress, stop)
-		v, pending, err = m.build(ctx, db, vs.name, vs.files, held, vs.progress)
+		go logProgress(m.log, m.opts.ProgressEvery, db, vs.name, vs.progress, stop)
+		var o builder.Opened
+		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, vs.progress); err == nil {
+			v, pending = m.newVersion(db, vs.name, o), o.Pending
+		}
 		close(stop)
 	}
 	took := time.Since(start)
@@ -100,7 +96,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.toLocked(db, vs, failed)
 		vs.cause, vs.reason = err.Error(), err.Error()
 		msg := "loading version failed; an older version serves while its files stay as they are"
-		if Transient(err) {
+		if retry.Transient(err) {
 			m.retryLaterLocked(vs)
 			msg = "loading version failed with a transient error; an older version serves until a retry succeeds"
 		}
@@ -127,7 +123,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		how = "reused"
 		m.reusedN.Add(1)
 	} else {
-		res = pending.res
+		res = pending.Result
 		m.loadedN.Add(1)
 		vs.loadTook = took
 		m.metrics.loadSeconds.Observe(vs.loadTook.Seconds())
@@ -152,7 +148,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	if d.versions[vs.name] == vs && vs.phase == loaded {
 		if activate {
 			m.activateLocked(db, d, vs)
-		} else if !m.anyActiveLocked(d) {
+		} else if !d.anyActive() {
 			// It waits for the cluster, which may never call it complete
 			// (another node may fail it): a scan then loads a fallback.
 			m.rescanLocked(m.opts.FallbackAfter)
@@ -166,20 +162,13 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	}
 }
 
-// pendingBuild is a version built and opened whose files may not be on
-// disk yet, nor its manifest complete.
-type pendingBuild struct {
-	res loader.Result
-	man store.Manifest
-}
-
 // makeDurable waits for a built version's files to reach the disk and
 // then marks its manifest complete, so that a restart reuses it. Until
 // then the version serves from the page cache; a crash meanwhile leaves an
 // incomplete manifest, and the version is built again. A version removed
 // meanwhile waits (vstate.durable) before its files are deleted.
-func (m *Manager) makeDurable(db string, vs *vstate, p *pendingBuild) {
-	if err := p.res.Sync(); err != nil {
+func (m *Manager) makeDurable(db string, vs *vstate, p *builder.Pending) {
+	if err := p.Result.Sync(); err != nil {
 		m.log.Error("syncing a loaded version failed; it serves from memory and will be loaded again after a restart",
 			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 		return
@@ -189,8 +178,8 @@ func (m *Manager) makeDurable(db string, vs *vstate, p *pendingBuild) {
 	if !vs.phase.servable() {
 		return // being removed
 	}
-	man := p.man
-	man.Partitions = vs.v.Held() // AddPartition may have added some
+	man := p.Manifest
+	man.Partitions = vs.v.Held() // replica.Set.Add may have added some
 	man.Complete = true
 	man.Loaded = m.opts.Now().UTC()
 	if err := m.opts.Store.WriteManifest(man); err != nil {
@@ -209,100 +198,6 @@ func (m *Manager) setReason(vs *vstate, reason string) {
 	if vs.phase.loading() {
 		vs.reason = reason
 	}
-}
-
-// build returns the opened version, reusing a complete local copy that
-// matches the source (pending is nil), else loading it (pending says what
-// makeDurable must finish): each partition that peers already serve is
-// copied from one of them (copyFromPeers), the rest is built from the
-// source.
-func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int, prog *loader.Progress) (v *Version, pending *pendingBuild, err error) {
-	st := m.opts.Store
-	n, err := loader.NumPartitions(files)
-	if err != nil {
-		return nil, nil, fmt.Errorf("versions: %s/%s: %w", db, name, err)
-	}
-	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) && man.NumPartitions == n {
-		v, err := m.open(db, name, n, man.Created, held)
-		if err == nil {
-			return v, nil, nil
-		}
-		m.log.Warn("local copy unreadable; loading again", zap.String("db", db), zap.String("version", name), zap.Error(err))
-	}
-	// Anything else there is half-written or stale.
-	if err := st.Remove(db, name); err != nil {
-		return nil, nil, localErr(err)
-	}
-	var created time.Time
-	for _, f := range files {
-		if f.ModTime.After(created) {
-			created = f.ModTime
-		}
-	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files, Created: created}
-	if err := st.WriteManifest(man); err != nil {
-		return nil, nil, localErr(err)
-	}
-	rest, err := m.copyFromPeers(ctx, db, name, held)
-	if err != nil {
-		return nil, nil, err
-	}
-	var res loader.Result
-	if len(rest) > 0 {
-		lopts := m.loaderOptions(db)
-		res, err = loader.Load(ctx, loader.Request{
-			Source: m.opts.Source, DB: db, Version: name, Files: files, Held: rest,
-			Dir:      func(p int) string { return st.PartitionDir(db, name, p) },
-			Progress: prog,
-		}, lopts)
-		if err != nil {
-			return nil, nil, err
-		}
-		m.metrics.records.Add(float64(res.Records))
-	}
-	if v, err = m.open(db, name, n, created, held); err != nil {
-		return nil, nil, localErr(err)
-	}
-	return v, &pendingBuild{res: res, man: man}, nil
-}
-
-// localErr marks a failure of the local store met by build (removing
-// what was there, writing the manifest, opening what was just written) as
-// loader.ErrLocal: a disk error, not bad data (Transient).
-func localErr(err error) error {
-	return fmt.Errorf("versions: %w: %w", loader.ErrLocal, err)
-}
-
-// open opens the held partitions of a version, two at a time per CPU (an
-// open reads each table's index and filter).
-func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
-	return m.openIn(func(p int) string { return m.opts.Store.PartitionDir(db, name, p) }, db, name, n, created, held)
-}
-
-// openIn is open with the partitions in dir(p).
-func (m *Manager) openIn(dir func(p int) string, db, name string, n int, created time.Time, held []int) (*Version, error) {
-	parts := make([]*table.Partition, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for _, p := range held {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			parts[p], errs[p] = table.OpenPartition(dir(p), m.opts.Cache)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, o := range parts {
-			if o != nil {
-				o.Close()
-			}
-		}
-		return nil, err
-	}
-	return newVersion(db, name, n, created, parts, m.rep.reports), nil
 }
 
 // removeVersionLocked stops serving a loaded version and deletes it, in
@@ -340,8 +235,10 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		}
 		m.mu.Lock()
 		m.forgetLocked(db, d, vs)
+		m.rep.Forget(db, vs.name)
 		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
 			delete(m.dbs, db)
+			m.plan.Forget(db)
 		}
 		m.publishLocked()
 		m.mu.Unlock()
@@ -356,7 +253,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 func (m *Manager) removeDBLocked(db string, d *dbState) {
 	d.gone = true
 	m.dbm.forget(db)
-	m.markRemovedLocked(db)
+	m.removed.Removed(db)
 	d.current = ""
 	for _, vs := range d.versions {
 		switch {
@@ -371,6 +268,7 @@ func (m *Manager) removeDBLocked(db string, d *dbState) {
 	}
 	if len(d.versions) == 0 {
 		delete(m.dbs, db)
+		m.plan.Forget(db)
 	}
 }
 
@@ -415,45 +313,8 @@ func (m *Manager) Counts() (loaded, reused, failed int64) {
 	return m.loadedN.Load(), m.reusedN.Load(), m.failedN.Load()
 }
 
-// copyFromPeers is the peers-first half of a load in cluster mode: each
-// of held that another node already serves (a version pinned again after
-// this node deleted it, or one this node lost with its disk) is copied
-// from a peer and checked block by block, which reads nothing from the
-// source. It returns the partitions left to build from the source: all
-// of held without Hooks.CopyPartition, those no peer gave otherwise.
-func (m *Manager) copyFromPeers(ctx context.Context, db, name string, held []int) (rest []int, err error) {
-	cp := m.opts.Hooks.CopyPartition
-	if cp == nil {
-		return held, nil
-	}
-	copied := 0
-	for _, p := range held {
-		dir := m.opts.Store.PartitionDir(db, name, p)
-		err := cp(ctx, db, name, p, dir)
-		if err == nil {
-			err = table.VerifyPartition(ctx, dir, nil)
-		}
-		if err == nil {
-			copied++
-			m.metrics.partitions.WithLabelValues(fromPeer).Inc()
-			continue
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !errors.Is(err, ErrNoPeer) {
-			m.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", db),
-				zap.String("version", name), zap.Int("partition", p), zap.Error(err))
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, localErr(err)
-		}
-		rest = append(rest, p)
-	}
-	m.metrics.partitions.WithLabelValues(fromSource).Add(float64(len(rest)))
-	if copied > 0 {
-		m.log.Info("partitions copied from peers", zap.String("db", db), zap.String("version", name),
-			zap.Int("copied", copied), zap.Int("from_source", len(rest)))
-	}
-	return rest, nil
+// newVersion wraps the partitions a build opened in a servable Version,
+// whose lookups report corrupt blocks to storaged/repair.
+func (m *Manager) newVersion(db, name string, o builder.Opened) *Version {
+	return newVersion(db, name, o.N, o.Created, o.Parts, m.rep.Reports())
 }

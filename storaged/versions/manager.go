@@ -9,139 +9,49 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"spangle/shared/parquetkv"
 	"spangle/shared/source"
-	"spangle/shared/topo"
 	"spangle/shared/wire"
-	"spangle/storaged/loader"
-	"spangle/storaged/store"
-	"spangle/storaged/table"
+	"spangle/storaged/builder"
+	"spangle/storaged/dbremoval"
+	"spangle/storaged/planner"
+	"spangle/storaged/repair"
+	"spangle/storaged/replica"
+	"spangle/storaged/retry"
 )
 
-// DefaultFallbackAfter is how long a loaded version waits for the cluster
-// before the node also loads the previous version (Options.FallbackAfter).
-const DefaultFallbackAfter = 10 * time.Second
+// dbTable is every db the manager knows. Guarded by Manager.mu.
+type dbTable map[string]*dbState
 
-// DefaultRetention is how long a replaced version keeps answering pinned
-// requests after its last use.
-const DefaultRetention = 10 * time.Minute
-
-// Hooks is how cluster mode steers the manager. The zero value is
-// standalone: every partition held, versions active once loaded, no
-// callbacks. Hooks are called without the manager's lock held, from the
-// manager's goroutines; they may block briefly.
-type Hooks struct {
-	// Held returns the partitions of db/version (n partitions) this node
-	// holds, ascending. A nil Held means all of them. It may block until
-	// the cluster can decide (the version stays BUILDING meanwhile) and
-	// must return when ctx ends, which happens when the version is
-	// superseded or the manager stops. An error fails the version.
-	Held func(ctx context.Context, db, version string, n int) ([]int, error)
-	// Gated makes a loaded version wait for Activate before it becomes
-	// the active version; it answers pinned requests meanwhile.
-	Gated bool
-	// PartitionReady is called for each held partition once the version
-	// is loaded and the partition answers requests.
-	PartitionReady func(db, version string, partition, n int)
-	// BeforeRemove is called before a loaded version stops answering and
-	// is deleted, with the partitions it held.
-	BeforeRemove func(db, version string, partitions []int)
-	// CopyPartition copies partition p of db/version from a peer that
-	// serves it into dir, which it creates: to rebuild a corrupt one, and
-	// to load a version other nodes already serve. nil, or an error
-	// (wrapping ErrNoPeer when no peer serves it), builds it from the
-	// source.
-	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
-	// DBRemoved lets the cluster forget a db the source no longer lists,
-	// once nothing of it is left on this node (after BeforeRemove of each
-	// version). It reports whether the cluster is done with the db; false
-	// or an error calls it again at the next scan. See dbremoved.go.
-	DBRemoved func(ctx context.Context, db string) (bool, error)
-	// Pin returns the db's pin the cluster decided (the leader publishes
-	// it from the _PIN marker), followed in place of this node's own
-	// reading of the marker so that every node agrees. ok false: the
-	// cluster's pin is not known now, and the pin in force stays. nil:
-	// standalone, the marker is read at every scan.
-	Pin func(db string) (p topo.Pin, ok bool)
-}
-
-// Options configures a Manager. Zero values select the defaults noted.
-type Options struct {
-	Source source.Source
-	Store  *store.Store
-	// Log defaults to no logging.
-	Log *zap.Logger
-	// Registerer receives the manager's metrics; nil registers nowhere.
-	Registerer prometheus.Registerer
-	// Retention: default DefaultRetention.
-	Retention time.Duration
-	// RefreshPeriod re-scans the source periodically; 0 only on Refresh.
-	RefreshPeriod time.Duration
-	// SettleTime is how long this node must have seen a version's files
-	// unchanged (names, sizes and modification times), from when it first
-	// saw them, before it loads the version, unless it holds _SUCCESS or
-	// the local store holds it complete; 0 loads a version as soon as it
-	// is listed.
-	SettleTime time.Duration
-	// FallbackAfter (with Hooks.Gated) is how long the newest version may
-	// wait for the cluster, loaded, while nothing of its db is active,
-	// before the node also loads the version before it: another node may
-	// have failed the newest, and the cluster needs an older version
-	// complete. Default DefaultFallbackAfter.
-	FallbackAfter time.Duration
-	// RetryMin and RetryMax bound the backoff before a version failed by
-	// a transient error (Transient) is loaded again: RetryMin after the
-	// first failure, doubling up to RetryMax. Defaults DefaultRetryMin and
-	// DefaultRetryMax.
-	RetryMin, RetryMax time.Duration
-	// MaxParallelLoads bounds the files read at once over all loads;
-	// default GOMAXPROCS.
-	MaxParallelLoads int
-	// Loader tunes loading; its Limit and Log are set by the manager.
-	Loader loader.Options
-	// Cache bounds each open partition's memory.
-	Cache table.CacheOptions
-	Hooks Hooks
-	// Repair tunes the scrub and the rebuild of corrupt partitions.
-	Repair RepairOptions
-	// ProgressEvery is how often a load under way logs its progress;
-	// default DefaultProgressEvery.
-	ProgressEvery time.Duration
-	// Now defaults to time.Now (tests move time).
-	Now func() time.Time
-}
-
+// dbState is what the manager knows of one db. Guarded by Manager.mu.
 type dbState struct {
 	versions map[string]*vstate
-	watch    map[string]*watched // versions whose files are not settled yet
-	// awaiting: versions whose _SUCCESS manifest lists files not there
-	// yet, with those files (success.go).
-	awaiting map[string][]string
 	current  string
 	gone     bool // removed from the source
-	pin      pinState
-	format   formatState
 }
 
 // Manager owns the versions of every db. It is safe for concurrent use.
 type Manager struct {
-	opts    Options
-	log     *zap.Logger
-	metrics *metrics
-	dbm     *dbMetrics
-	rep     *repairs
-	view    atomic.Pointer[view]
-	refresh chan struct{}
-	limit   chan struct{}
+	opts     Options
+	log      *zap.Logger
+	metrics  *metrics
+	dbm      *dbMetrics
+	rep      *repair.Repairer   // rebuilds corrupt partitions (partitions.go)
+	build    *builder.Builder   // makes and opens local copies (lifecycle.go)
+	plan     *planner.Planner   // what each scan heads for (plan.go)
+	replicas *replica.Set       // partitions added and dropped (partitions.go)
+	removed  *dbremoval.Tracker // dbs gone from the source, until the cluster forgets them
+	view     atomic.Pointer[view]
+	refresh  chan struct{}
+	limit    chan struct{}
 
 	loadedN, reusedN, failedN atomic.Int64
 	retryNow                  atomic.Bool // Refresh asked for a scan: it retries at once
 
-	mu       sync.Mutex // guards dbs, removed, ctx, rescan, rescanAt and forceRetry
-	dbs      map[string]*dbState
-	removed  map[string]*removal
+	mu       sync.Mutex // guards dbs, ctx, rescan, rescanAt and forceRetry
+	dbs      dbTable
 	ctx      context.Context // Run's context, once running
 	rescan   *time.Timer     // a scan due once watched files may have settled
 	rescanAt time.Time
@@ -153,9 +63,6 @@ type Manager struct {
 
 	start startup // what the first scan reopens (startup.go)
 
-	// savedPins holds the pin steps a standalone node recorded before
-	// its start, until each db's first scan adopts its own (pin.go).
-	savedPins map[string]store.PinStep
 }
 
 // New returns a Manager; Run starts it.
@@ -182,29 +89,31 @@ func New(opts Options) (*Manager, error) {
 		opts.FallbackAfter = DefaultFallbackAfter
 	}
 	if opts.RetryMin <= 0 {
-		opts.RetryMin = DefaultRetryMin
+		opts.RetryMin = retry.DefaultMin
 	}
 	if opts.RetryMax < opts.RetryMin {
-		opts.RetryMax = max(DefaultRetryMax, opts.RetryMin)
+		opts.RetryMax = max(retry.DefaultMax, opts.RetryMin)
 	}
 	m := &Manager{
-		opts: opts, log: opts.Log, dbs: map[string]*dbState{}, removed: map[string]*removal{},
+		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
 		refresh: make(chan struct{}, 1),
 		limit:   make(chan struct{}, opts.MaxParallelLoads),
 	}
 	m.metrics = newMetrics(opts.Registerer)
 	m.dbm = newDBMetrics(opts.Registerer)
-	m.rep = newRepairs(opts.Repair, opts.Registerer)
+	ropts := opts.Repair
+	ropts.Store, ropts.Cache, ropts.Log, ropts.Registerer = opts.Store, opts.Cache, opts.Log, opts.Registerer
+	m.rep = repair.New(ropts, partitionHost{m})
+	lopts := opts.Loader
+	lopts.Limit, lopts.Log = m.limit, opts.Log
+	m.build = builder.New(builder.Options{Source: opts.Source, Store: opts.Store, Loader: lopts, Cache: opts.Cache,
+		Format: func(db string) parquetkv.Format { return m.plan.Format(db) }, CopyPartition: opts.Hooks.CopyPartition,
+		Log: opts.Log, Registerer: opts.Registerer})
+	m.replicas = replica.New(replicaHost{m}, opts.Store, opts.Cache, opts.Log)
+	m.removed = dbremoval.New(opts.Hooks.DBRemoved, opts.Log, &m.wg)
+	m.plan = planner.New(planner.Options{Source: opts.Source, Store: opts.Store, Log: opts.Log,
+		SettleTime: opts.SettleTime, Pin: opts.Hooks.Pin, Now: opts.Now}, plannerHost{m})
 	m.view.Store(&view{})
-	if opts.Hooks.Pin == nil {
-		saved, err := opts.Store.PinSteps()
-		if err != nil {
-			// Counted again from 1: routers started since see the
-			// steps; older ones take them once past their last.
-			m.log.Error("reading the pin steps recorded in the local store", zap.Error(err))
-		}
-		m.savedPins = saved
-	}
 	return m, nil
 }
 
@@ -226,10 +135,12 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.runRepairs(ctx)
+		m.rep.Run(ctx)
 	}()
 	m.Scan(ctx)
-	m.startupScanned()
+	m.mu.Lock()
+	m.start.scanned = true
+	m.mu.Unlock()
 	var tick <-chan time.Time
 	if m.opts.RefreshPeriod > 0 {
 		t := time.NewTicker(m.opts.RefreshPeriod)
@@ -283,7 +194,10 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.log.Error("listing versions failed", zap.String("db", db), zap.Error(err))
 			continue
 		}
-		p, ok := m.planDB(ctx, db, versions, m.formatFor(ctx, db, m.pinFor(ctx, db, versions)))
+		m.mu.Lock()
+		m.dbs.get(db) // known from now on, planned or not
+		m.mu.Unlock()
+		p, ok := m.plan.Plan(ctx, db, versions)
 		if !ok {
 			continue
 		}
@@ -298,7 +212,8 @@ func (m *Manager) Scan(ctx context.Context) {
 			m.removeDBLocked(db, d)
 		}
 	}
-	m.dbsRemovedLocked(seen, true)
+	m.removed.Check(m.ctx, seen, true, m.dbs.empty) // storaged/dbremoval
+	m.setPinGaugesLocked()
 	m.publishLocked()
 	m.mu.Unlock()
 	m.cleanLocalStore()
@@ -311,43 +226,43 @@ func (m *Manager) Scan(ctx context.Context) {
 // start serves at once what it served before). Versions that are neither,
 // nor the active one, stop loading or are removed; failed versions newer
 // than those planned stay to show their reason.
-func (m *Manager) considerLocked(db string, p plan) {
-	d := m.dbLocked(db)
+func (m *Manager) considerLocked(db string, p planner.Plan) {
+	d := m.dbs.get(db)
 	d.gone = false
 	// A failed version is forgotten once no scan would reach it: gone
 	// from the source, below the versions planned, or older than the
 	// active one; a pinned one stays to show why the pin does not serve.
 	lowest := ""
-	if p.fallback != nil {
-		lowest = p.fallback.name
-	} else if p.target != nil {
-		lowest = p.target.name
+	if p.Fallback != nil {
+		lowest = p.Fallback.Name
+	} else if p.Target != nil {
+		lowest = p.Target.Name
 	}
 	for name, o := range d.versions {
-		if o.phase == failed && name != d.pin.version && (!p.listed[name] || name < lowest || m.anyActiveLocked(d) && name < d.current) {
+		if o.phase == failed && name != p.Pin && (!p.Listed[name] || name < lowest || d.anyActive() && name < d.current) {
 			m.forgetLocked(db, d, o)
 		}
 	}
-	if p.target == nil {
+	if p.Target == nil {
 		m.publishLocked()
 		return
 	}
-	want := []*candidate{p.target}
-	if f := p.fallback; f != nil && !m.anyActiveLocked(d) {
+	want := []*planner.Candidate{p.Target}
+	if f := p.Fallback; f != nil && !d.anyActive() {
 		waited := false
-		if tv := d.versions[p.target.name]; tv != nil && tv.phase == loaded {
+		if tv := d.versions[p.Target.Name]; tv != nil && tv.phase == loaded {
 			left := tv.loadedAt.Add(m.opts.FallbackAfter).Sub(m.opts.Now())
 			if waited = left <= 0; !waited {
 				m.rescanLocked(left)
 			}
 		}
-		if waited || (f.local && !p.target.local) {
+		if waited || (f.Local && !p.Target.Local) {
 			want = append(want, f)
 		}
 	}
 	wanted := func(name string) bool {
 		for _, c := range want {
-			if c.name == name {
+			if c.Name == name {
 				return true
 			}
 		}
@@ -370,9 +285,9 @@ func (m *Manager) considerLocked(db string, p plan) {
 	}
 }
 
-// anyActiveLocked reports whether some version of d answers unpinned
+// anyActive reports whether some version of d answers unpinned
 // requests.
-func (m *Manager) anyActiveLocked(d *dbState) bool {
+func (d *dbState) anyActive() bool {
 	cur := d.versions[d.current]
 	return cur != nil && cur.phase == active
 }
@@ -380,12 +295,12 @@ func (m *Manager) anyActiveLocked(d *dbState) bool {
 // ensureLocked makes c loaded (or loading) from its current files: it
 // starts a load, follows a version still held, or loads again a version
 // whose files changed since it was loaded.
-func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
-	vs := d.versions[c.name]
+func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
+	vs := d.versions[c.Name]
 	switch {
 	case vs == nil:
 	case vs.phase == failed:
-		if !sameFiles(vs.files, c.files) {
+		if !source.SameFiles(vs.files, c.Files) {
 			m.forgetLocked(db, d, vs) // the source changed: try again
 			break
 		}
@@ -393,17 +308,17 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 			return
 		}
 		m.log.Info("loading again a version failed by a transient error", zap.String("db", db),
-			zap.String("version", c.name), zap.Int("retry", vs.retries))
+			zap.String("version", c.Name), zap.Int("retry", vs.retry.Failures))
 		m.metrics.retries.Inc()
 		m.forgetLocked(db, d, vs)
-		m.startLoadLocked(db, d, c.name, c.files)
-		d.versions[c.name].retries = vs.retries // its backoff goes on from there
+		m.startLoadLocked(db, d, c.Name, c.Files)
+		d.versions[c.Name].retry.Failures = vs.retry.Failures // its backoff goes on from there
 		return
 	case vs.phase.leaving():
 		vs.reload = true // loaded again once it is gone
 		return
-	case !sameFiles(vs.files, c.files) && vs.phase.servable():
-		m.rebuildLocked(db, vs, c.files) // rebuild.go
+	case !source.SameFiles(vs.files, c.Files) && vs.phase.servable():
+		m.rebuildLocked(db, vs, c.Files) // rebuild.go
 		if vs.phase == superseded {
 			// The source went back to it: its loaded copy serves until
 			// the rebuilt one replaces it.
@@ -420,9 +335,9 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 			m.activateLocked(db, d, vs)
 		}
 		return
-	case !sameFiles(vs.files, c.files):
+	case !source.SameFiles(vs.files, c.Files):
 		m.log.Warn("version's files changed while it was loading; loading it again",
-			zap.String("db", db), zap.String("version", c.name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.files)))
+			zap.String("db", db), zap.String("version", c.Name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(c.Files)))
 		m.metrics.reloads.Inc()
 		vs.reload = true
 		if vs.phase.loading() {
@@ -439,22 +354,10 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *candidate) {
 	default:
 		return
 	}
-	m.startLoadLocked(db, d, c.name, c.files)
-	if c.local {
-		m.trackStartupLocked(d.versions[c.name])
+	m.startLoadLocked(db, d, c.Name, c.Files)
+	if c.Local {
+		m.start.track(d.versions[c.Name])
 	}
-}
-
-func sameFiles(a, b []source.File) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Size != b[i].Size || !a[i].ModTime.Equal(b[i].ModTime) {
-			return false
-		}
-	}
-	return true
 }
 
 // Activate makes db/version the active version (cluster mode, with
@@ -509,7 +412,7 @@ func (m *Manager) sweep() {
 	now := m.opts.Now().UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.dbsRemovedLocked(nil, false)
+	m.removed.Check(m.ctx, nil, false, m.dbs.empty)
 	for db, d := range m.dbs {
 		for _, vs := range d.versions {
 			if vs.phase == superseded && now-vs.v.lastUsed.Load() >= int64(m.opts.Retention) {
@@ -532,8 +435,8 @@ func (m *Manager) publishLocked() {
 				dv.byName[name] = vs.v
 			}
 		}
-		for name, w := range d.watch {
-			if d.versions[name] == nil && m.settlingLocked(w) != "" {
+		for _, name := range m.plan.Settling(db) {
+			if d.versions[name] == nil {
 				counts[wire.StateSettling]++
 			}
 		}
@@ -572,6 +475,7 @@ func (m *Manager) shutdown() {
 		}
 	}
 	m.dbs = map[string]*dbState{}
+	m.plan.Reset()
 	m.publishLocked()
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -26,6 +27,7 @@ type harness struct {
 	root  string
 	store *store.Store
 	m     *Manager
+	reg   *prometheus.Registry // the manager's metrics, unless the test set its own
 	stop  func()
 }
 
@@ -44,6 +46,8 @@ func start(t *testing.T, root, storeDir string, mod func(*Options)) *harness {
 	// (Manager.toLocked) fails the test.
 	opts := Options{Source: src, Store: st, Log: zaptest.NewLogger(t, zaptest.WrapOptions(zap.Development()))}
 	opts.Loader.Build.NoSync = true
+	reg := prometheus.NewRegistry()
+	opts.Registerer = reg
 	if mod != nil {
 		mod(&opts)
 	}
@@ -55,9 +59,16 @@ func start(t *testing.T, root, storeDir string, mod func(*Options)) *harness {
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 	var once sync.Once
-	h := &harness{t: t, root: root, store: st, m: m, stop: func() { once.Do(func() { cancel(); <-done }) }}
+	h := &harness{t: t, root: root, store: st, m: m, reg: reg, stop: func() { once.Do(func() { cancel(); <-done }) }}
 	t.Cleanup(h.stop)
 	return h
+}
+
+// metric returns the value of a counter or gauge series of the manager,
+// named as the text exposition names it.
+func (h *harness) metric(series string) float64 {
+	h.t.Helper()
+	return gathered(h.t, h.reg)[series]
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/wire"
+	"spangle/storaged/planner"
 )
 
 // sourceHealth is the outcome of the last listing of the source root, for
@@ -64,9 +65,9 @@ func (m *Manager) sourceDown(err error) {
 			}
 			m.log.Info("source unreachable; serving the version complete in the local store",
 				zap.String("db", db), zap.String("version", names[i]))
-			m.considerLocked(db, plan{
-				target: &candidate{name: names[i], files: man.Files, local: true},
-				listed: map[string]bool{names[i]: true},
+			m.considerLocked(db, planner.Plan{
+				Target: &planner.Candidate{Name: names[i], Files: man.Files, Local: true},
+				Listed: map[string]bool{names[i]: true},
 			})
 			break
 		}

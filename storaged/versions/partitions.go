@@ -2,26 +2,20 @@ package versions
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
-	"spangle/storaged/loader"
+	"spangle/storaged/repair"
+	"spangle/storaged/replica"
 	"spangle/storaged/table"
 )
 
-// dropGrace is how long a dropped partition stays open for requests that
-// acquired the version before the drop.
-const dropGrace = time.Minute
-
-// servableLocked returns the state of db/version if it is servable (or
+// servable returns the state of db/version if it is servable (or
 // loaded and waiting for activation), else nil.
-func (m *Manager) servableLocked(db, version string) *vstate {
-	d := m.dbs[db]
+func (t dbTable) servable(db, version string) *vstate {
+	d := t[db]
 	if d == nil {
 		return nil
 	}
@@ -37,7 +31,7 @@ func (m *Manager) servableLocked(db, version string) *vstate {
 func (m *Manager) HeldPartitions(db, version string) []int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if vs := m.servableLocked(db, version); vs != nil {
+	if vs := m.dbs.servable(db, version); vs != nil {
 		return vs.v.Held()
 	}
 	return nil
@@ -49,154 +43,18 @@ func (m *Manager) HeldPartitions(db, version string) []int {
 func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	vs := m.servableLocked(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil || m.rep.bad[vs][p] != nil {
+	vs := m.dbs.servable(db, version)
+	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil || m.rep.Bad(db, version, p) {
 		return "", false
 	}
 	return m.opts.Store.PartitionDir(db, version, p), true
 }
 
-// AddPartition makes this node serve partition p of a version it already
-// serves, for the coordinator's re-replication and rebalancing. fill, if
-// not nil, writes the partition's database into an empty directory (a
-// copy from a peer); if it is nil or fails, the partition is built from
-// the source. The partition is then served beside the others and
-// announced through Hooks.PartitionReady. Errors: ErrVersionNotHeld.
-func (m *Manager) AddPartition(ctx context.Context, db, version string, p int, fill func(ctx context.Context, dir string) error) error {
-	m.mu.Lock()
-	vs := m.servableLocked(db, version)
-	if vs == nil {
-		m.mu.Unlock()
-		return fmt.Errorf("%w: %s/%s", ErrVersionNotHeld, db, version)
-	}
-	n := vs.v.NumPartitions
-	if p < 0 || p >= n {
-		m.mu.Unlock()
-		return fmt.Errorf("versions: %s/%s has no partition %d", db, version, p)
-	}
-	if vs.v.parts[p] != nil {
-		m.mu.Unlock()
-		return nil
-	}
-	files := vs.files
-	m.mu.Unlock()
-
-	dir := m.opts.Store.PartitionDir(db, version, p)
-	from, err := m.fillPartition(ctx, db, version, files, p, dir, fill)
-	if err != nil {
-		return err
-	}
-	part, err := table.OpenPartition(dir, m.opts.Cache)
-	if err != nil {
-		os.RemoveAll(dir)
-		return fmt.Errorf("versions: %w", err)
-	}
-
-	m.mu.Lock()
-	if m.servableLocked(db, version) != vs {
-		m.mu.Unlock()
-		part.Close()
-		return fmt.Errorf("%w: %s/%s went while partition %d was fetched", ErrVersionNotHeld, db, version, p)
-	}
-	if vs.v.parts[p] != nil { // added meanwhile
-		m.mu.Unlock()
-		part.Close()
-		return nil
-	}
-	vs.v = vs.v.withPartition(p, part)
-	m.recordHeldLocked(db, version, vs.v.Held())
-	m.publishLocked()
-	m.mu.Unlock()
-	m.log.Info("partition added", zap.String("db", db), zap.String("version", version), zap.Int("partition", p), zap.String("from", from))
-	if f := m.opts.Hooks.PartitionReady; f != nil {
-		f(db, version, p, n)
-	}
-	return nil
-}
-
-// fillPartition writes partition p of db/version into dir, emptied
-// first: a copy by fill (from a peer), checked block by block, since the
-// peer's disk may have rotted too; else, when fill is nil or fails, a
-// build from the source, synced. It returns where the partition came
-// from, "peer" or "source".
-func (m *Manager) fillPartition(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
-	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("versions: %w", err)
-	}
-	if fill != nil {
-		err := fill(ctx, dir)
-		if err == nil {
-			if err = table.VerifyPartition(ctx, dir, nil); err == nil {
-				m.metrics.partitions.WithLabelValues(fromPeer).Inc()
-				return fromPeer, nil
-			}
-		}
-		m.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", db),
-			zap.String("version", version), zap.Int("partition", p), zap.Error(err))
-		if err := os.RemoveAll(dir); err != nil {
-			return "", fmt.Errorf("versions: %w", err)
-		}
-	}
-	lopts := m.loaderOptions(db)
-	res, err := loader.Load(ctx, loader.Request{
-		Source: m.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
-		Dir: func(int) string { return dir },
-	}, lopts)
-	if err == nil {
-		// The manifest will list it: on disk first.
-		err = res.Sync()
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
-	}
-	m.metrics.records.Add(float64(res.Records))
-	m.metrics.partitions.WithLabelValues(fromSource).Inc()
-	return fromSource, nil
-}
-
 // Where a partition added or rebuilt came from, in logs and metrics.
 const (
-	fromPeer   = "peer"
-	fromSource = "source"
+	fromPeer   = repair.FromPeer
+	fromSource = repair.FromSource
 )
-
-// DropPartition stops serving partition p of db/version, which the
-// coordinator gave to other nodes. Requests already under way finish:
-// the partition is closed and deleted a minute later.
-func (m *Manager) DropPartition(_ context.Context, db, version string, p int) error {
-	m.mu.Lock()
-	vs := m.servableLocked(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil {
-		m.mu.Unlock()
-		return nil
-	}
-	part := vs.v.parts[p]
-	vs.v = vs.v.withPartition(p, nil)
-	m.recordHeldLocked(db, version, vs.v.Held())
-	m.publishLocked()
-	m.mu.Unlock()
-	dir := m.opts.Store.PartitionDir(db, version, p)
-	time.AfterFunc(dropGrace, func() {
-		part.Close()
-		os.RemoveAll(dir)
-	})
-	m.log.Info("partition dropped", zap.String("db", db), zap.String("version", version), zap.Int("partition", p))
-	return nil
-}
-
-// recordHeldLocked rewrites the local manifest's partition list, so a
-// restart reuses what the node holds now.
-func (m *Manager) recordHeldLocked(db, version string, held []int) {
-	man, err := m.opts.Store.ReadManifest(db, version)
-	if err != nil {
-		return
-	}
-	man.Partitions = held
-	if err := m.opts.Store.WriteManifest(man); err != nil {
-		m.log.Warn("recording the held partitions", zap.String("db", db), zap.String("version", version), zap.Error(err))
-	}
-}
 
 // withPartition returns a copy of v serving part as partition p (nil: not
 // serving p). The copy shares v's open partitions; v stays usable by the
@@ -214,3 +72,120 @@ func (v *Version) withPartition(p int, part *table.Partition) *Version {
 	nv.lastUsed.Store(v.lastUsed.Load())
 	return nv
 }
+
+// partitionHost is the Manager as storaged/repair sees it (repair.Host):
+// the served partitions, read and swapped under the manager's lock.
+type partitionHost struct{ m *Manager }
+
+func (h partitionHost) Serving(db, version string, p int) (*table.Partition, []source.File) {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	vs := h.m.dbs.servable(db, version)
+	if vs == nil || p < 0 || p >= len(vs.v.parts) {
+		return nil, nil
+	}
+	return vs.v.parts[p], vs.files
+}
+
+func (h partitionHost) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string) (string, error) {
+	var fill func(ctx context.Context, dir string) error
+	if cp := h.m.opts.Hooks.CopyPartition; cp != nil {
+		fill = func(ctx context.Context, dir string) error { return cp(ctx, db, version, p, dir) }
+	}
+	return h.m.build.Fill(ctx, db, version, files, p, dir, fill)
+}
+
+func (h partitionHost) Swap(db, version string, p int, old, part *table.Partition) bool {
+	m := h.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vs := m.dbs.servable(db, version)
+	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] != old {
+		return false
+	}
+	vs.v = vs.v.withPartition(p, part)
+	m.publishLocked()
+	return true
+}
+
+// afterReuse is called once a version reused from the local store
+// serves: storaged/repair deletes what an interrupted rebuild left beside
+// its partitions, and scrubs them in the background.
+func (m *Manager) afterReuse(db string, vs *vstate) {
+	m.mu.Lock()
+	ctx := m.ctx
+	var held []int
+	if m.dbs.servable(db, vs.name) == vs {
+		held = vs.v.Held()
+	}
+	m.mu.Unlock()
+	m.rep.Reused(db, vs.name, held)
+	if len(held) == 0 {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.rep.Scrub(ctx, db, vs.name, held)
+	}()
+}
+
+// replicaHost is the Manager as storaged/replica sees it (replica.Host):
+// the coordinator adds and drops partitions of served versions through
+// it.
+type replicaHost struct{ m *Manager }
+
+func (h replicaHost) Served(db, version string, p int) (replica.Served, bool) {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	vs := h.m.dbs.servable(db, version)
+	if vs == nil {
+		return replica.Served{}, false
+	}
+	s := replica.Served{Token: vs, Files: vs.files, N: vs.v.NumPartitions}
+	if p >= 0 && p < len(vs.v.parts) {
+		s.Part = vs.v.parts[p]
+	}
+	return s, true
+}
+
+func (h replicaHost) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
+	return h.m.build.Fill(ctx, db, version, files, p, dir, fill)
+}
+
+func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served, swapped bool) {
+	m := h.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vs, _ := token.(*vstate)
+	if vs == nil || !vs.phase.servable() {
+		return false, false
+	}
+	if p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] != old {
+		return true, false
+	}
+	vs.v = vs.v.withPartition(p, part)
+	// The local manifest lists what the node holds now, so that a
+	// restart reuses it.
+	if man, err := m.opts.Store.ReadManifest(vs.v.DB, vs.name); err == nil {
+		man.Partitions = vs.v.Held()
+		if err := m.opts.Store.WriteManifest(man); err != nil {
+			m.log.Warn("recording the held partitions", zap.String("db", vs.v.DB), zap.String("version", vs.name), zap.Error(err))
+		}
+	}
+	m.publishLocked()
+	return true, true
+}
+
+func (h replicaHost) Ready(db, version string, p, n int) {
+	if f := h.m.opts.Hooks.PartitionReady; f != nil {
+		f(db, version, p, n)
+	}
+}
+
+// Replicas adds and drops partitions of the versions this node serves,
+// for the coordinator's re-replication and rebalancing (storaged/replica).
+func (m *Manager) Replicas() *replica.Set { return m.replicas }

@@ -10,6 +10,7 @@ import (
 
 	"spangle/shared/hashring"
 	"spangle/storaged/internal/testutil"
+	"spangle/storaged/replica"
 )
 
 // A version holding one partition gains one from the source and one
@@ -39,7 +40,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	h.waitState("db", "v1", "ACTIVE")
 	ctx := context.Background()
 
-	if err := h.m.AddPartition(ctx, "db", "v1", 1, nil); err != nil {
+	if err := h.m.Replicas().Add(ctx, "db", "v1", 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	peerDir, ok := peer.m.PartitionDir("db", "v1", 2)
@@ -47,7 +48,7 @@ func TestAddAndDropPartition(t *testing.T) {
 		t.Fatal("the peer does not report its partition's directory")
 	}
 	fromPeer := false
-	err := h.m.AddPartition(ctx, "db", "v1", 2, func(_ context.Context, dir string) error {
+	err := h.m.Replicas().Add(ctx, "db", "v1", 2, func(_ context.Context, dir string) error {
 		fromPeer = true
 		copyDir(t, peerDir, dir)
 		os.Remove(dir + "/LOCK")
@@ -73,7 +74,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	}
 	mu.Unlock()
 
-	if err := h.m.DropPartition(ctx, "db", "v1", 1); err != nil {
+	if err := h.m.Replicas().Drop(ctx, "db", "v1", 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.m.HeldPartitions("db", "v1"); !slices.Equal(got, []int{0, 2}) {
@@ -85,7 +86,7 @@ func TestAddAndDropPartition(t *testing.T) {
 			t.Fatalf("%s of a dropped partition: %v", r.Key, err)
 		}
 	}
-	if err := h.m.AddPartition(ctx, "db", "nope", 0, nil); !errors.Is(err, ErrVersionNotHeld) {
+	if err := h.m.Replicas().Add(ctx, "db", "nope", 0, nil); !errors.Is(err, replica.ErrNotServed) {
 		t.Fatalf("AddPartition of an unknown version: %v", err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"spangle/shared/wire"
 )
 
@@ -41,8 +39,7 @@ func TestLoadCopiesFromPeersFirst(t *testing.T) {
 			t.Fatalf("%s: %q, %v", key, val, err)
 		}
 	}
-	met := h.m.metrics
-	if peer, src := testutil.ToFloat64(met.partitions.WithLabelValues(fromPeer)), testutil.ToFloat64(met.partitions.WithLabelValues(fromSource)); peer != 1 || src != 2 {
+	if peer, src := h.metric(`spangle_storaged_partitions_loaded_total{from="peer"}`), h.metric(`spangle_storaged_partitions_loaded_total{from="source"}`); peer != 1 || src != 2 {
 		t.Errorf("partitions loaded: %v from a peer, %v from the source; want 1 and 2", peer, src)
 	}
 }

@@ -1,218 +1,43 @@
 package versions
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
 	"spangle/storaged/loader"
+	"spangle/storaged/planner"
 )
 
-// candidate is a version of the source the manager may load: listed with
-// data files, settled, and not failed with these same files.
-type candidate struct {
-	name  string
-	files []source.File
-	// local: the local store holds a complete copy built from these files,
-	// which opens without reading the source.
-	local bool
-}
+// plannerHost is the Manager as storaged/planner sees it (planner.Host):
+// what it knows of a version, read under the manager's lock.
+type plannerHost struct{ m *Manager }
 
-// plan is what one scan decides for a db: the version it heads for and,
-// below it, the version to fall back on while the target is not active.
-type plan struct {
-	target, fallback *candidate
-	listed           map[string]bool // every version the source lists
-}
-
-// watched is a version whose files have not been stable for the settle
-// time yet: the listing last seen and since when it has not changed.
-type watched struct {
-	files []source.File
-	since time.Time
-}
-
-// planDB walks db's versions from the newest down and picks the target
-// and the fallback. A version is passed over while it has no data files,
-// while its files are still changing (see settled), and once it failed
-// with the files it still has; a version whose files cannot all be read
-// fails here. Only the versions in walk are candidates (all of them, or
-// the pinned one: see pinFor). ok is false when the source could not be
-// listed: then nothing changes for the db.
-func (m *Manager) planDB(ctx context.Context, db string, versions, walk []string) (p plan, ok bool) {
-	p.listed = make(map[string]bool, len(versions))
-	for _, v := range versions {
-		p.listed[v] = true
-	}
-	versions = walk
-	now := m.opts.Now()
-	seen := map[string]bool{}
-	defer m.pruneWatched(db, seen)
-	for i := len(versions) - 1; i >= 0 && p.fallback == nil; i-- {
-		name := versions[i]
-		files, err := m.opts.Source.Files(ctx, db, name)
-		switch {
-		case errors.Is(err, source.ErrUnreadable):
-			m.failListing(db, name, err)
-			continue
-		case err != nil:
-			m.log.Error("listing files failed; keeping what is served", zap.String("db", db), zap.String("version", name), zap.Error(err))
-			return p, false
-		case len(files) == 0:
-			// A version directory with no data file yet is one being
-			// written (without require_success_file nothing else says
-			// so): there is nothing to partition yet.
-			m.log.Debug("version has no data files yet", zap.String("db", db), zap.String("version", name))
-			continue
-		}
-		held, heldFiles, broken := m.known(db, name)
-		if broken && sameFiles(heldFiles, files) {
-			continue // retried once its files change, or after a transient error (retry.go)
-		}
-		// Held from these files: they settled before.
-		ready := held && sameFiles(heldFiles, files)
-		if ok, err := m.successReady(ctx, db, name, files, ready); err != nil {
-			if errors.Is(err, source.ErrBadSuccess) {
-				m.failListing(db, name, err)
-				continue
-			}
-			m.log.Error("reading _SUCCESS failed; keeping what is served", zap.String("db", db), zap.String("version", name), zap.Error(err))
-			return p, false
-		} else if !ok {
-			seen[name] = true
-			continue // waits for the files its _SUCCESS manifest lists
-		}
-		if !ready {
-			seen[name] = true // its watch lasts while scans reach it
-			ready = m.settled(ctx, db, name, files, now)
-		}
-		if !ready {
-			if held {
-				// Loaded before its files changed again: it stays as it
-				// is until they are stable.
-				files = heldFiles
-			} else {
-				continue
-			}
-		}
-		c := &candidate{name: name, files: files}
-		if man, err := m.opts.Store.ReadManifest(db, name); err == nil && man.Matches(files, nil) {
-			c.local = true
-		}
-		if p.target == nil {
-			p.target = c
-		} else {
-			p.fallback = c
-		}
-	}
-	return p, true
-}
-
-// known returns what the manager knows of db/version: whether it holds it
-// (building, loaded or served), the files it was loaded from, and whether
-// it failed.
-func (m *Manager) known(db, name string) (held bool, files []source.File, broken bool) {
+func (h plannerHost) Version(db, name string) planner.Known {
+	m := h.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := m.dbs[db]
 	if d == nil || d.versions[name] == nil {
-		return false, nil, false
+		return planner.Known{}
 	}
 	vs := d.versions[name]
 	if vs.phase == failed {
-		return false, vs.files, !m.retryDueLocked(vs)
+		return planner.Known{Any: true, Files: vs.files, Broken: !m.retryDueLocked(vs)}
 	}
 	// A cancelled load still counts: ensureLocked marks it to load again.
-	return vs.phase != retiring && vs.phase != removing, vs.files, false
+	return planner.Known{Any: true, Held: vs.phase != retiring && vs.phase != removing, Files: vs.files}
 }
 
-// settled reports whether a version's files are done being written, so
-// that it may be loaded: it holds _SUCCESS, or the local store holds a
-// complete copy built from these very files, or this node has seen the
-// same file list with the same sizes and times for SettleTime, counted
-// from when it first saw them. File times alone prove nothing: a copy
-// that keeps them (rsync -a, cp -p) writes old times on new files, one
-// file at a time. An unsettled version gets a re-scan once it may have
-// settled; it shows as SETTLING meanwhile (Health).
-func (m *Manager) settled(ctx context.Context, db, name string, files []source.File, now time.Time) bool {
-	settle := m.opts.SettleTime
-	if settle <= 0 {
-		return true
-	}
-	if ok, err := m.opts.Source.Succeeded(ctx, db, name); err == nil && ok {
-		return true
-	}
-	if man, err := m.opts.Store.ReadManifest(db, name); err == nil && man.Matches(files, nil) {
-		return true
-	}
+// Fail marks db/version failed because its files cannot all be read (or
+// its _SUCCESS cannot be used); it is tried again once they list without
+// error.
+func (h plannerHost) Fail(db, name string, err error) {
+	m := h.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d := m.dbLocked(db)
-	w := d.watch[name]
-	if w == nil || !sameFiles(w.files, files) {
-		if w != nil {
-			m.log.Info("version's files still changing; waiting for them to settle", zap.String("db", db),
-				zap.String("version", name), zap.Int("files", len(files)), zap.Duration("settle_time", settle))
-		}
-		w = &watched{files: files, since: now}
-		d.watch[name] = w
-	}
-	if now.Sub(w.since) >= settle {
-		return true
-	}
-	m.rescanLocked(w.since.Add(settle).Sub(now))
-	return false
-}
-
-// settlingLocked says why a watched version is not loaded yet: how many
-// files this node saw, unchanged since when, and how long they must stay
-// so; "" once they have settled.
-func (m *Manager) settlingLocked(w *watched) string {
-	left := w.since.Add(m.opts.SettleTime).Sub(m.opts.Now())
-	if left <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("waiting for its files to settle: %d data files unchanged since %s; loaded once unchanged for %s (settle_time), or at once with _SUCCESS",
-		len(w.files), w.since.UTC().Format(time.RFC3339), m.opts.SettleTime)
-}
-
-// pruneWatched forgets the watched versions of db not in keep.
-func (m *Manager) pruneWatched(db string, keep map[string]bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if d := m.dbs[db]; d != nil {
-		for name := range d.watch {
-			if !keep[name] {
-				delete(d.watch, name)
-			}
-		}
-		pruneAwaiting(d, keep)
-	}
-}
-
-// rescanLocked asks for a scan in d (or sooner, if one is due sooner).
-func (m *Manager) rescanLocked(d time.Duration) {
-	at := time.Now().Add(d)
-	if m.rescan != nil && !m.rescanAt.After(at) && m.rescanAt.After(time.Now()) {
-		return
-	}
-	if m.rescan != nil {
-		m.rescan.Stop()
-	}
-	m.rescanAt = at
-	m.rescan = time.AfterFunc(d, m.kick)
-}
-
-// failListing marks db/version failed because its files cannot all be
-// read; it is tried again once they list without error.
-func (m *Manager) failListing(db, name string, err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d := m.dbLocked(db)
+	d := m.dbs.get(db)
 	vs := d.versions[name]
 	switch {
 	case vs == nil:
@@ -233,12 +58,47 @@ func (m *Manager) failListing(db, name string, err error) {
 		zap.String("db", db), zap.String("version", name), zap.Error(err))
 }
 
-// dbLocked returns db's state, created if new.
-func (m *Manager) dbLocked(db string) *dbState {
-	d := m.dbs[db]
+func (h plannerHost) Rescan(d time.Duration) {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	h.m.rescanLocked(d)
+}
+
+// rescanLocked asks for a scan in d (or sooner, if one is due sooner).
+func (m *Manager) rescanLocked(d time.Duration) {
+	at := time.Now().Add(d)
+	if m.rescan != nil && !m.rescanAt.After(at) && m.rescanAt.After(time.Now()) {
+		return
+	}
+	if m.rescan != nil {
+		m.rescan.Stop()
+	}
+	m.rescanAt = at
+	m.rescan = time.AfterFunc(d, m.kick)
+}
+
+// empty reports whether nothing of db is left: no state, or no version.
+func (t dbTable) empty(db string) bool {
+	d := t[db]
+	return d == nil || len(d.versions) == 0
+}
+
+// get returns db's state, created if new.
+func (t dbTable) get(db string) *dbState {
+	d := t[db]
 	if d == nil {
-		d = &dbState{versions: map[string]*vstate{}, watch: map[string]*watched{}, awaiting: map[string][]string{}}
-		m.dbs[db] = d
+		d = &dbState{versions: map[string]*vstate{}}
+		t[db] = d
 	}
 	return d
+}
+
+// numPartitions is the partition count of a version's files, 0 when they
+// do not make a version (the reason says why).
+func numPartitions(files []source.File) int {
+	n, err := loader.NumPartitions(files)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -35,11 +35,10 @@ func progressOf(vs *vstate, now time.Time) *wire.LoadProgress {
 	}
 }
 
-// logProgress logs, every Options.ProgressEvery until stop is closed, how
-// far the load of db/version has come; a load shorter than that logs
-// nothing here.
-func (m *Manager) logProgress(db, version string, p *loader.Progress, stop <-chan struct{}) {
-	t := time.NewTicker(m.opts.ProgressEvery)
+// logProgress logs, every period until stop is closed, how far the load
+// of db/version has come; a load shorter than that logs nothing here.
+func logProgress(log *zap.Logger, every time.Duration, db, version string, p *loader.Progress, stop <-chan struct{}) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -50,7 +49,7 @@ func (m *Manager) logProgress(db, version string, p *loader.Progress, stop <-cha
 			if s.Started.IsZero() {
 				continue
 			}
-			m.log.Info("load progress", zap.String("db", db), zap.String("version", version),
+			log.Info("load progress", zap.String("db", db), zap.String("version", version),
 				zap.Int64("files_done", s.FilesDone), zap.Int64("files_total", s.FilesTotal),
 				zap.Int64("bytes_done", s.BytesDone), zap.Int64("bytes_total", s.BytesTotal),
 				zap.Int64("records", s.Records),

@@ -9,14 +9,15 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
+	"spangle/shared/wait"
+	"spangle/storaged/builder"
 	"spangle/storaged/loader"
-	"spangle/storaged/store"
 )
 
 // A version is immutable in principle, but a job that writes its output
 // again overwrites the files of a version already served, and a copy
 // that keeps file times can change a version's files after it loaded
-// (plan.go's settling sees the change only once it has happened). When a
+// (the planner's settling sees the change only once it has happened). When a
 // scan finds the settled files of a servable version different from the
 // ones it was built from, the version is built again beside the copy
 // that serves (store.RebuildDir), from the source only: a peer serves
@@ -52,9 +53,9 @@ const reasonRebuilding = "its source files changed; building it again beside the
 func (m *Manager) rebuildLocked(db string, vs *vstate, files []source.File) {
 	prev := vs.rebuild
 	switch {
-	case prev != nil && sameFiles(prev.files, files):
+	case prev != nil && source.SameFiles(prev.files, files):
 		return
-	case prev == nil && vs.rebuildFailed != nil && sameFiles(vs.rebuildFailed, files) && !m.forceRetry:
+	case prev == nil && vs.rebuildFailed != nil && source.SameFiles(vs.rebuildFailed, files) && !m.forceRetry:
 		return
 	}
 	if prev != nil {
@@ -116,13 +117,27 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 	}
 	var held []int
 	if err == nil {
-		held, err = m.rebuildHeld(ctx, db, vs.name, nNow, n, heldBefore)
+		// The partitions held before when the count is unchanged, else
+		// what Hooks.Held says (the cluster refuses a count other than
+		// the one it knows).
+		held = heldBefore
+		if nNow != n {
+			held, err = m.opts.Hooks.held(ctx, db, vs.name, nNow)
+		}
 	}
 	var nv *Version
 	if err == nil && ctx.Err() == nil {
-		nv, err = m.buildBeside(ctx, db, vs.name, rb.files, nNow, held)
+		var o builder.Opened
+		if o, err = m.build.BuildBeside(ctx, db, vs.name, rb.files, nNow, held, m.opts.Now().UTC()); err == nil {
+			nv = m.newVersion(db, vs.name, o)
+		}
 	}
 
+	removeRebuild := func() {
+		if err := m.opts.Store.RemoveRebuild(db, vs.name); err != nil {
+			m.log.Warn("deleting an unfinished rebuild", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		}
+	}
 	m.mu.Lock()
 	live := vs.rebuild == rb && vs.phase.servable() && ctx.Err() == nil
 	if live && err == nil && !slices.Equal(vs.v.Held(), heldBefore) {
@@ -140,7 +155,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		if nv != nil {
 			nv.close()
 		}
-		m.removeRebuild(db, vs.name)
+		removeRebuild()
 	case err != nil:
 		vs.rebuild, vs.rebuildFailed = nil, rb.files
 		vs.reason = "its source files changed and building it again failed (the copy loaded before serves): " + err.Error()
@@ -152,7 +167,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		}
 		m.log.Error("building a version again from its changed files failed; the copy loaded before serves",
 			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
-		m.removeRebuild(db, vs.name)
+		removeRebuild()
 	default:
 		old := vs.v
 		nv.current.Store(old.current.Load())
@@ -160,9 +175,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		vs.v, vs.files = nv, rb.files
 		vs.rebuild = nil
 		vs.reason = ""
-		for p, b := range m.rep.bad[vs] {
-			m.forgetBadLocked(vs, p, b) // of the old copy
-		}
+		m.rep.Forget(db, vs.name) // what was bad in the old copy
 		vs.loadTook = time.Since(start)
 		m.loadedN.Add(1)
 		m.metrics.loads.WithLabelValues("loaded").Inc()
@@ -174,7 +187,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			sleepCtx(parent, swapGrace)
+			wait.Sleep(parent, swapGrace)
 			old.closing.Store(true)
 			waitUnused(old, 10*time.Second)
 			old.close()
@@ -182,71 +195,5 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 				m.log.Warn("deleting a version's replaced copy", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 			}
 		}()
-	}
-}
-
-// rebuildHeld returns the partitions a rebuild of nNow partitions builds:
-// those held before when the count is unchanged, else what Hooks.Held
-// says (the cluster refuses a count other than the one it knows).
-func (m *Manager) rebuildHeld(ctx context.Context, db, name string, nNow, nBefore int, heldBefore []int) ([]int, error) {
-	if nNow == nBefore {
-		return heldBefore, nil
-	}
-	if m.opts.Hooks.Held != nil {
-		held, err := m.opts.Hooks.Held(ctx, db, name, nNow)
-		if err != nil {
-			return nil, fmt.Errorf("versions: deciding the partitions of %s/%s: %w", db, name, err)
-		}
-		return held, nil
-	}
-	held := make([]int, nNow)
-	for i := range held {
-		held[i] = i
-	}
-	return held, nil
-}
-
-// buildBeside builds db/name (n partitions) from files into the store's
-// rebuild directory, syncs it, marks its manifest complete and opens it
-// there.
-func (m *Manager) buildBeside(ctx context.Context, db, name string, files []source.File, n int, held []int) (*Version, error) {
-	st := m.opts.Store
-	if err := st.RemoveRebuild(db, name); err != nil {
-		return nil, localErr(err)
-	}
-	var created time.Time
-	for _, f := range files {
-		if f.ModTime.After(created) {
-			created = f.ModTime
-		}
-	}
-	lopts := m.loaderOptions(db)
-	dir := func(p int) string { return st.RebuildPartitionDir(db, name, p) }
-	res, err := loader.Load(ctx, loader.Request{
-		Source: m.opts.Source, DB: db, Version: name, Files: files, Held: held, Dir: dir,
-	}, lopts)
-	if err != nil {
-		return nil, err
-	}
-	m.metrics.records.Add(float64(res.Records))
-	m.metrics.partitions.WithLabelValues(fromSource).Add(float64(len(held)))
-	if err := res.Sync(); err != nil {
-		return nil, localErr(err)
-	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files,
-		Created: created, Loaded: m.opts.Now().UTC(), Complete: true}
-	if err := st.WriteRebuildManifest(man); err != nil {
-		return nil, localErr(err)
-	}
-	v, err := m.openIn(dir, db, name, n, created, held)
-	if err != nil {
-		return nil, localErr(err)
-	}
-	return v, nil
-}
-
-func (m *Manager) removeRebuild(db, name string) {
-	if err := m.opts.Store.RemoveRebuild(db, name); err != nil {
-		m.log.Warn("deleting an unfinished rebuild", zap.String("db", db), zap.String("version", name), zap.Error(err))
 	}
 }

@@ -171,11 +171,10 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			if val, _, err := h.get("db", "", keys[len(keys)-1]); err != nil || val == "" {
 				t.Fatalf("a key in a good block of the corrupt partition: %q, %v", val, err)
 			}
-			met := h.m.rep.metrics
-			if got := value(met.corrupt.WithLabelValues(foundByLookup)); got != 1 {
+			if got := h.metric(`spangle_storaged_partitions_corrupt_total{found_by="lookup"}`); got != 1 {
 				t.Fatalf("corrupt partitions found by lookups: %v, want 1", got)
 			}
-			if got := value(met.repairing); got != 1 {
+			if got := h.metric("spangle_storaged_partitions_repairing"); got != 1 {
 				t.Fatalf("partitions repairing: %v, want 1", got)
 			}
 
@@ -193,10 +192,10 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 					t.Fatalf("key %d of the rebuilt partition: %q, %v", i, val, err)
 				}
 			}
-			if got := value(met.repairs.WithLabelValues(tc.from)); got != 1 {
+			if got := h.metric(`spangle_storaged_partition_repairs_total{result="` + tc.from + `"}`); got != 1 {
 				t.Fatalf("repairs from %s: %v, want 1", tc.from, got)
 			}
-			if got := value(met.repairing); got != 0 {
+			if got := h.metric("spangle_storaged_partitions_repairing"); got != 0 {
 				t.Fatalf("partitions repairing after the rebuild: %v", got)
 			}
 			if _, ok := h.m.PartitionDir("db", "v1", p); !ok {
@@ -229,7 +228,7 @@ func TestRebuildRetried(t *testing.T) {
 		t.Fatalf("lookup in the corrupt block: %v", err)
 	}
 	waitFor(t, "a failed rebuild counted", func() bool {
-		return value(h.m.rep.metrics.repairs.WithLabelValues("error")) >= 2
+		return h.metric(`spangle_storaged_partition_repairs_total{result="error"}`) >= 2
 	})
 	if hl := h.m.Health()["db"]["v1"]; !reflect.DeepEqual(hl.CorruptPartitions, []int{p}) {
 		t.Fatalf("health while the rebuild fails: %+v", hl)

@@ -1,53 +1,17 @@
 package versions
 
 import (
-	"errors"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
-
-	"spangle/shared/source"
-	"spangle/storaged/loader"
 )
-
-// Default bounds of the pause before a version that failed with a
-// transient error is loaded again (Options.RetryMin, RetryMax).
-const (
-	DefaultRetryMin = time.Second
-	DefaultRetryMax = 5 * time.Minute
-)
-
-// Transient reports whether a load failed for a reason outside the data:
-// the source was unreachable or cut off (source.ErrUnavailable), an object
-// changed while it was read (source.ErrChanged), or the local store could
-// not be written (loader.ErrLocal). Such a version is loaded again after a
-// backoff with the same files. Anything else (a corrupt SequenceFile, an
-// unsupported codec, a file unreadable by rule, a partition count the
-// cluster refuses) is in the data: the version stays failed until its
-// files change.
-func Transient(err error) bool {
-	return errors.Is(err, source.ErrUnavailable) || errors.Is(err, source.ErrChanged) || errors.Is(err, loader.ErrLocal)
-}
-
-// retryDelay is the pause after the n-th transient failure in a row (n
-// >= 1): lo doubling up to hi.
-func retryDelay(n int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	return min(d, hi)
-}
 
 // retryLaterLocked schedules the next load of vs, failed with a
-// transient error: retries counts the failures in a row, and a scan at
-// or after retryAt (or any scan Refresh asked for) loads it again.
+// transient error (storaged/retry): a scan at or after its backoff (or
+// any scan Refresh asked for) loads it again.
 func (m *Manager) retryLaterLocked(vs *vstate) {
-	vs.retries++
-	d := retryDelay(vs.retries, m.opts.RetryMin, m.opts.RetryMax)
-	vs.retryAt = m.opts.Now().Add(d)
-	vs.reason = fmt.Sprintf("%s (a transient error: retry %d in %s, or at the next refresh)", vs.cause, vs.retries, d)
+	d := vs.retry.Fail(m.opts.Now(), m.opts.RetryMin, m.opts.RetryMax)
+	vs.reason = fmt.Sprintf("%s (a transient error: retry %d in %s, or at the next refresh)", vs.cause, vs.retry.Failures, d)
 	m.rescanLocked(d)
 }
 
@@ -56,13 +20,13 @@ func (m *Manager) retryLaterLocked(vs *vstate) {
 // its backoff is over, or the scan was asked for by Refresh. A retry not
 // due yet gets a scan when it is.
 func (m *Manager) retryDueLocked(vs *vstate) bool {
-	if vs.retryAt.IsZero() {
+	if !vs.retry.Scheduled() {
 		return false // bad data stays bad
 	}
 	if m.forceRetry {
 		return true
 	}
-	left := vs.retryAt.Sub(m.opts.Now())
+	left := vs.retry.Left(m.opts.Now())
 	if left <= 0 {
 		return true
 	}
@@ -78,15 +42,15 @@ func (m *Manager) armRetriesLocked() {
 	now := m.opts.Now()
 	for db, d := range m.dbs {
 		for _, vs := range d.versions {
-			if vs.phase != failed || vs.retryAt.IsZero() {
+			if vs.phase != failed || !vs.retry.Scheduled() {
 				continue
 			}
-			if !vs.retryAt.After(now) {
+			if vs.retry.Left(now) <= 0 {
 				m.log.Info("source still unavailable; retrying the version later", zap.String("db", db), zap.String("version", vs.name))
 				m.retryLaterLocked(vs)
 				continue
 			}
-			m.rescanLocked(vs.retryAt.Sub(now))
+			m.rescanLocked(vs.retry.Left(now))
 		}
 	}
 }

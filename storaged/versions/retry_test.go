@@ -17,6 +17,7 @@ import (
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/loader"
+	"spangle/storaged/retry"
 )
 
 // loadErr loads db/version of src into a fresh directory and returns the
@@ -90,25 +91,12 @@ func TestTransient(t *testing.T) {
 		if c.err == nil {
 			t.Fatalf("%s: no error", c.what)
 		}
-		if got := Transient(c.err); got != c.transient {
+		if got := retry.Transient(c.err); got != c.transient {
 			t.Errorf("%s: Transient(%v) = %v, want %v", c.what, c.err, got, c.transient)
 		}
 	}
 	if !errors.Is(s3Err, source.ErrUnavailable) {
 		t.Errorf("S3 down: %v is not source.ErrUnavailable", s3Err)
-	}
-}
-
-func TestRetryDelay(t *testing.T) {
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
-		32 * time.Second, 64 * time.Second, 128 * time.Second, 256 * time.Second, 5 * time.Minute, 5 * time.Minute}
-	for i, w := range want {
-		if got := retryDelay(i+1, DefaultRetryMin, DefaultRetryMax); got != w {
-			t.Errorf("retryDelay(%d) = %s, want %s", i+1, got, w)
-		}
-	}
-	if got := retryDelay(1000, DefaultRetryMin, DefaultRetryMax); got != DefaultRetryMax {
-		t.Errorf("retryDelay(1000) = %s, want the bound", got)
 	}
 }
 

@@ -21,16 +21,16 @@ type startup struct {
 	ready   atomic.Bool      // set once Ready returned true
 }
 
-// trackStartupLocked notes that vs, complete in the local store, is
-// being reopened by the first scan.
-func (m *Manager) trackStartupLocked(vs *vstate) {
-	if m.start.scanned {
+// track notes that vs, complete in the local store, is being reopened
+// by the first scan.
+func (s *startup) track(vs *vstate) {
+	if s.scanned {
 		return
 	}
-	if m.start.opening == nil {
-		m.start.opening = map[*vstate]bool{}
+	if s.opening == nil {
+		s.opening = map[*vstate]bool{}
 	}
-	m.start.opening[vs] = true
+	s.opening[vs] = true
 }
 
 // Ready reports whether the versions the local store held complete at
@@ -56,11 +56,4 @@ func (m *Manager) Ready() bool {
 	}
 	m.start.ready.Store(true)
 	return true
-}
-
-// startupScanned marks the first scan over.
-func (m *Manager) startupScanned() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.start.scanned = true
 }

@@ -9,6 +9,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/storaged/loader"
+	"spangle/storaged/retry"
 )
 
 // phase is where a version is in its lifecycle (doc.go draws it). A
@@ -167,14 +168,12 @@ type vstate struct {
 	reason string
 	// cause: why it failed; reason adds when it is retried.
 	cause string
-	// retries counts the loads in a row that failed with a transient
-	// error (same files); retryAt, set after one, is when a scan loads it
-	// again (retry.go). Zero for a version failed by its data.
-	retries int
-	retryAt time.Time
-	files   []source.File
-	v       *Version           // set once servable
-	cancel  context.CancelFunc // set while loading
+	// retry is its backoff after loads in a row failed with a transient
+	// error (same files; retry.go); zero for a version failed by its data.
+	retry  retry.Backoff
+	files  []source.File
+	v      *Version           // set once servable
+	cancel context.CancelFunc // set while loading
 	// reload: a scan wanted it while it was leaving (its files changed,
 	// or the source went back to it); a scan runs again once it is gone,
 	// to load it anew. It is not a phase: it rides along whichever of

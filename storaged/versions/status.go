@@ -1,6 +1,7 @@
 package versions
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 	"spangle/shared/parquetkv"
 	"spangle/shared/source"
 	"spangle/shared/wire"
-	"spangle/storaged/loader"
+	"spangle/storaged/planner"
 )
 
 // healthState names a phase as /healthz does. A loaded version waiting for
@@ -40,28 +41,24 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 			if v.phase == loaded {
 				h.Reason = "loaded; waiting to become active"
 			}
-			if bad, why := m.corruptLocked(v); bad != nil {
+			if bad, why := m.rep.Corrupt(db, name); bad != nil {
 				h.CorruptPartitions = bad
 				h.Reason = joinReasons(h.Reason, why)
 			}
 			vs[name] = h
 		}
-		names, why := heldBackLocked(d)
+		ps := m.plan.Status(db)
+		names, why := heldBack(d, ps)
 		for _, name := range names {
 			vs[name] = wire.Health{State: wire.StateHeld, Reason: why}
 		}
-		for name, missing := range d.awaiting {
+		for name, why := range ps.Awaiting {
 			if d.versions[name] == nil {
-				h := wire.Health{}
-				h.State, h.Reason = awaitingHealth(missing)
-				vs[name] = h
+				vs[name] = wire.Health{State: wire.StateBuilding, Reason: why}
 			}
 		}
-		for name, w := range d.watch {
-			why := m.settlingLocked(w)
-			if why == "" {
-				continue
-			}
+		for name, s := range ps.Settling {
+			why := s.Reason
 			if h, ok := vs[name]; ok {
 				h.Reason = joinReasons(h.Reason, "its source files changed; "+why)
 				vs[name] = h
@@ -69,12 +66,12 @@ func (m *Manager) Health() map[string]map[string]wire.Health {
 				vs[name] = wire.Health{State: wire.StateSettling, Reason: why}
 			}
 		}
-		if _, _, why := m.pinStatusLocked(d); why != "" {
+		if why := pinReason(d, ps); why != "" {
 			// A marker not followed is an error of the db, shown under
 			// the marker's name, which no version can have.
 			vs[source.PinFile] = wire.Health{State: wire.StateError, Reason: why}
 		}
-		if why := d.format.err; why != "" {
+		if why := ps.FormatError; why != "" {
 			vs[parquetkv.FormatFile] = wire.Health{State: wire.StateError, Reason: why}
 		}
 		out[db] = vs
@@ -94,8 +91,9 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 			continue
 		}
 		ds := wire.DBStatus{Current: d.current, Versions: map[string]wire.VersionStatus{}}
-		ds.Pin, ds.PinGeneration, ds.PinError = m.pinStatusLocked(d)
-		ds.FormatError = d.format.err
+		ps := m.plan.Status(name)
+		ds.Pin, ds.PinGeneration, ds.PinError = ps.Pin, ps.PinGeneration, pinReason(d, ps)
+		ds.FormatError = ps.FormatError
 		if cur := d.versions[d.current]; cur == nil || cur.phase != active {
 			ds.Current = ""
 		}
@@ -107,34 +105,29 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				st.Partitions = vs.v.Held()
 				st.Created = vs.v.Created
 			}
-			if bad, why := m.corruptLocked(vs); bad != nil {
+			if bad, why := m.rep.Corrupt(name, vname); bad != nil {
 				st.CorruptPartitions = bad
 				st.Reason = joinReasons(st.Reason, why)
 			}
 			ds.Versions[vname] = st
 		}
-		names, why := heldBackLocked(d)
+		names, why := heldBack(d, ps)
 		for _, vname := range names {
 			ds.Versions[vname] = wire.VersionStatus{State: wire.StateHeld, Reason: why, Partitions: []int{}}
 		}
-		for vname, missing := range d.awaiting {
+		for vname, why := range ps.Awaiting {
 			if d.versions[vname] == nil {
-				st := wire.VersionStatus{Partitions: []int{}}
-				st.State, st.Reason = awaitingHealth(missing)
-				ds.Versions[vname] = st
+				ds.Versions[vname] = wire.VersionStatus{State: wire.StateBuilding, Reason: why, Partitions: []int{}}
 			}
 		}
-		for vname, w := range d.watch {
-			why := m.settlingLocked(w)
-			if why == "" {
-				continue
-			}
+		for vname, s := range ps.Settling {
+			why := s.Reason
 			if st, ok := ds.Versions[vname]; ok {
 				st.Reason = joinReasons(st.Reason, "its source files changed; "+why)
 				ds.Versions[vname] = st
 			} else {
 				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
-					NumPartitions: numPartitions(w.files), Partitions: []int{}}
+					NumPartitions: numPartitions(s.Files), Partitions: []int{}}
 			}
 		}
 		out[name] = ds
@@ -165,13 +158,11 @@ func (m *Manager) DBNames() []string {
 type metrics struct {
 	loads       *prometheus.CounterVec
 	loadSeconds prometheus.Histogram
-	records     prometheus.Counter
 	states      *prometheus.GaugeVec
 	reloads     prometheus.Counter
 	pinned      prometheus.Gauge
 	pinErrors   prometheus.Gauge
 	retries     prometheus.Counter
-	partitions  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -184,10 +175,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:    "spangle_storaged_version_load_duration_seconds",
 			Help:    "Time to load a version from the source.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16),
-		}),
-		records: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "spangle_storaged_records_loaded_total",
-			Help: "Records read from source files.",
 		}),
 		states: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "spangle_storaged_versions",
@@ -209,13 +196,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "spangle_storaged_version_load_retries_total",
 			Help: "Loads started again, with the same files, after a transient error (source unavailable, object changed, local disk).",
 		}),
-		partitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spangle_storaged_partitions_loaded_total",
-			Help: "Partitions of versions loaded, by where they came from: copied from a peer that served them, or built from the source.",
-		}, []string{"from"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.loads, m.loadSeconds, m.records, m.states, m.reloads, m.pinned, m.pinErrors, m.retries, m.partitions)
+		reg.MustRegister(m.loads, m.loadSeconds, m.states, m.reloads, m.pinned, m.pinErrors, m.retries)
 	}
 	return m
 }
@@ -226,12 +209,40 @@ func (m *metrics) setStates(counts map[string]float64) {
 	}
 }
 
-// numPartitions is the partition count of a version's files, 0 when they
-// do not make a version (the reason says why).
-func numPartitions(files []source.File) int {
-	n, err := loader.NumPartitions(files)
-	if err != nil {
-		return 0
+// heldBack returns the versions of d held back by its pin that the
+// manager does not know otherwise (a version it still holds shows its
+// own phase), with the reason to show.
+func heldBack(d *dbState, ps planner.DBStatus) (names []string, reason string) {
+	for _, v := range ps.Newer {
+		if d.versions[v] == nil {
+			names = append(names, v)
+		}
 	}
-	return n
+	return names, wire.HeldReason(ps.Pin)
+}
+
+// pinReason says why d's pin is not followed or the pinned version does
+// not serve; "" when neither.
+func pinReason(d *dbState, ps planner.DBStatus) string {
+	reason := ps.PinError
+	if vs := d.versions[ps.Pin]; ps.Pin != "" && vs != nil && vs.phase == failed {
+		reason = joinReasons(reason, fmt.Sprintf("pinned version %q failed to load: %s", ps.Pin, vs.reason))
+	}
+	return reason
+}
+
+// setPinGaugesLocked counts the pinned dbs and the pins not followed.
+func (m *Manager) setPinGaugesLocked() {
+	var pinned, bad float64
+	for db, d := range m.dbs {
+		ps := m.plan.Status(db)
+		if ps.Pin != "" {
+			pinned++
+		}
+		if pinReason(d, ps) != "" {
+			bad++
+		}
+	}
+	m.metrics.pinned.Set(pinned)
+	m.metrics.pinErrors.Set(bad)
 }

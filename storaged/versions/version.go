@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"spangle/shared/hashring"
+	"spangle/storaged/repair"
 	"spangle/storaged/table"
 )
 
@@ -46,7 +47,7 @@ type Version struct {
 	// corrupt is set for a partition once a lookup found a bad block in
 	// it, so the manager hears of it once; reports is where it hears.
 	corrupt []atomic.Bool
-	reports chan<- corruptReport
+	reports chan<- repair.Report
 
 	// Header values, computed once so the request path assigns them to
 	// the response header map without allocating.
@@ -59,7 +60,7 @@ type Version struct {
 	lastUsed atomic.Int64 // unix nanos of the last pinned use while not current
 }
 
-func newVersion(db, name string, n int, created time.Time, parts []*table.Partition, reports chan<- corruptReport) *Version {
+func newVersion(db, name string, n int, created time.Time, parts []*table.Partition, reports chan<- repair.Report) *Version {
 	v := &Version{DB: db, Name: name, NumPartitions: n, Created: created, parts: parts,
 		corrupt: make([]atomic.Bool, n), reports: reports,
 		HeaderVersion:      []string{name},
@@ -98,7 +99,7 @@ func (v *Version) Get(dst, key []byte) ([]byte, error) {
 func (v *Version) corruptBlock(i int, p *table.Partition, err error) error {
 	if v.reports != nil && v.corrupt[i].CompareAndSwap(false, true) {
 		select {
-		case v.reports <- corruptReport{db: v.DB, version: v.Name, p: i, part: p, err: err, by: foundByLookup}:
+		case v.reports <- repair.Report{DB: v.DB, Version: v.Name, P: i, Part: p, Err: err, By: repair.FoundByLookup}:
 		default:
 			v.corrupt[i].Store(false) // the manager is busy: the next lookup tells it
 		}

@@ -1,4 +1,4 @@
-package versions
+package planner
 
 import (
 	"context"
@@ -8,11 +8,10 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/parquetkv"
-	"spangle/storaged/loader"
 )
 
 // formatState is a db's _FORMAT marker: how its Parquet versions map
-// columns to keys and values. Guarded by Manager.mu.
+// columns to keys and values. Guarded by Planner.mu.
 type formatState struct {
 	// spec is the last marker read well (or DefaultFormat when there was
 	// none); valid once read is set.
@@ -26,28 +25,30 @@ type formatState struct {
 // formatFor reads db's _FORMAT at a scan, as pinFor reads _PIN, and
 // returns the versions the scan may plan from: all of planned when the
 // marker is good or absent; when it cannot be read or parsed, only the
-// versions the node already has, so that no version is loaded with
+// versions the manager already has, so that no version is loaded with
 // settings nobody wrote.
-func (m *Manager) formatFor(ctx context.Context, db string, planned []string) []string {
-	data, err := m.opts.Source.Marker(ctx, db, parquetkv.FormatFile)
+func (pl *Planner) formatFor(ctx context.Context, db string, planned []string) []string {
+	data, err := pl.opts.Source.Marker(ctx, db, parquetkv.FormatFile)
 	spec := parquetkv.DefaultFormat()
 	if err == nil && data != nil {
 		spec, err = parquetkv.ParseFormat(data)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d := m.dbLocked(db)
-	fs := &d.format
+	if err != nil {
+		planned = slices.DeleteFunc(slices.Clone(planned), func(v string) bool { return !pl.host.Version(db, v).Any })
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	fs := &pl.dbLocked(db).format
 	if err != nil {
 		why := fmt.Sprintf("versions: %s/%s not followed; no new version is loaded: %v", db, parquetkv.FormatFile, err)
 		if fs.err != why {
-			m.log.Error("format marker not followed; what is served stays", zap.String("db", db), zap.Error(err))
+			pl.log.Error("format marker not followed; what is served stays", zap.String("db", db), zap.Error(err))
 		}
 		fs.err = why
-		return slices.DeleteFunc(slices.Clone(planned), func(v string) bool { return d.versions[v] == nil })
+		return planned
 	}
 	if fs.read && !sameFormat(fs.spec, spec) {
-		m.log.Info("format marker changed; it applies to versions loaded from now on", zap.String("db", db))
+		pl.log.Info("format marker changed; it applies to versions loaded from now on", zap.String("db", db))
 	}
 	fs.spec, fs.read, fs.err = spec, true, ""
 	return planned
@@ -59,19 +60,13 @@ func sameFormat(a, b parquetkv.Format) bool {
 		slices.Equal(a.ExcludeColumns, b.ExcludeColumns) && a.Duplicates == b.Duplicates && a.Partitions == b.Partitions
 }
 
-// loaderOptions returns the options a load of db's versions uses: the
-// manager's, with the node's load limit, its logger, and the db's
-// _FORMAT for Parquet.
-func (m *Manager) loaderOptions(db string) loader.Options {
-	lopts := m.opts.Loader
-	lopts.Limit = m.limit
-	lopts.Log = m.log
-	spec := parquetkv.DefaultFormat()
-	m.mu.Lock()
-	if d := m.dbs[db]; d != nil && d.format.read {
-		spec = d.format.spec
+// Format returns db's _FORMAT as last read well, for its next loads;
+// parquetkv.DefaultFormat until one was.
+func (pl *Planner) Format(db string) parquetkv.Format {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if d := pl.dbs[db]; d != nil && d.format.read {
+		return d.format.spec
 	}
-	m.mu.Unlock()
-	lopts.Formats = loader.WithParquet(lopts.Formats, spec)
-	return lopts
+	return parquetkv.DefaultFormat()
 }

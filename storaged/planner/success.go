@@ -1,16 +1,13 @@
-package versions
+package planner
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 
 	"go.uber.org/zap"
 
 	"spangle/shared/source"
-	"spangle/shared/wire"
 )
 
 // successReady reports whether a version's _SUCCESS marker lets it load
@@ -24,11 +21,11 @@ import (
 // ready then, and the marker is not read again. An error wrapping
 // source.ErrBadSuccess is a marker that cannot be used; any other error,
 // a marker that could not be read now.
-func (m *Manager) successReady(ctx context.Context, db, name string, files []source.File, known bool) (bool, error) {
+func (pl *Planner) successReady(ctx context.Context, db, name string, files []source.File, known bool) (bool, error) {
 	if known {
 		return true, nil
 	}
-	man, err := m.opts.Source.ReadSuccess(ctx, db, name)
+	man, err := pl.opts.Source.ReadSuccess(ctx, db, name)
 	switch {
 	case errors.Is(err, source.ErrNotFound):
 		return true, nil
@@ -38,48 +35,26 @@ func (m *Manager) successReady(ctx context.Context, db, name string, files []sou
 		return true, nil
 	}
 	missing := man.Missing(files)
-	m.mu.Lock()
-	d := m.dbLocked(db)
+	pl.mu.Lock()
+	d := pl.dbLocked(db)
 	before := d.awaiting[name]
 	if len(missing) == 0 {
 		delete(d.awaiting, name)
 	} else {
 		d.awaiting[name] = missing
 	}
-	m.mu.Unlock()
+	pl.mu.Unlock()
 	if len(missing) == 0 {
 		if before != nil {
-			m.log.Info("every file the _SUCCESS manifest lists is there; loading the version", zap.String("db", db),
+			pl.log.Info("every file the _SUCCESS manifest lists is there; loading the version", zap.String("db", db),
 				zap.String("version", name), zap.Int("files", len(man.Files)))
 		}
 		return true, nil
 	}
 	if !slices.Equal(before, missing) {
-		m.log.Info("the _SUCCESS manifest lists files not there yet; waiting for them", zap.String("db", db),
+		pl.log.Info("the _SUCCESS manifest lists files not there yet; waiting for them", zap.String("db", db),
 			zap.String("version", name), zap.Int("missing", len(missing)), zap.Int("listed", len(man.Files)),
 			zap.Strings("first_missing", missing[:min(len(missing), 5)]), zap.String("committer", man.Committer))
 	}
 	return false, nil
-}
-
-// pruneAwaiting forgets the versions of d waiting for files that a scan
-// no longer saw waiting.
-func pruneAwaiting(d *dbState, keep map[string]bool) {
-	for name := range d.awaiting {
-		if !keep[name] {
-			delete(d.awaiting, name)
-		}
-	}
-}
-
-// awaitingHealth is what /healthz and the status page say of a version
-// waiting for the files its _SUCCESS manifest lists.
-func awaitingHealth(missing []string) (state, reason string) {
-	shown := missing[:min(len(missing), 5)]
-	more := ""
-	if len(missing) > len(shown) {
-		more = ", ..."
-	}
-	return wire.StateBuilding, fmt.Sprintf("waiting for %d file(s) its _SUCCESS manifest lists: %s%s",
-		len(missing), strings.Join(shown, ", "), more)
 }

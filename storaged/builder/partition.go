@@ -1,0 +1,89 @@
+package builder
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/shared/source"
+	"spangle/storaged/loader"
+	"spangle/storaged/repair"
+	"spangle/storaged/store"
+	"spangle/storaged/table"
+)
+
+// Fill writes partition p of db/version into dir, emptied first: a copy
+// by fill (from a peer), checked block by block, since the peer's disk
+// may have rotted too; else, when fill is nil or fails, a build from the
+// source, synced. It returns where the partition came from,
+// repair.FromPeer or repair.FromSource.
+func (b *Builder) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("versions: %w", err)
+	}
+	if fill != nil {
+		err := fill(ctx, dir)
+		if err == nil {
+			if err = table.VerifyPartition(ctx, dir, nil); err == nil {
+				b.partitions.WithLabelValues(repair.FromPeer).Inc()
+				return repair.FromPeer, nil
+			}
+		}
+		b.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", db),
+			zap.String("version", version), zap.Int("partition", p), zap.Error(err))
+		if err := os.RemoveAll(dir); err != nil {
+			return "", fmt.Errorf("versions: %w", err)
+		}
+	}
+	res, err := loader.Load(ctx, loader.Request{
+		Source: b.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
+		Dir: func(int) string { return dir },
+	}, b.LoaderOptions(db))
+	if err == nil {
+		// The manifest will list it: on disk first.
+		err = res.Sync()
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
+	}
+	b.records.Add(float64(res.Records))
+	b.partitions.WithLabelValues(repair.FromSource).Inc()
+	return repair.FromSource, nil
+}
+
+// BuildBeside builds db/name (n partitions) from files into the store's
+// rebuild directory, syncs it, marks its manifest complete (loaded then)
+// and opens it there.
+func (b *Builder) BuildBeside(ctx context.Context, db, name string, files []source.File, n int, held []int, loaded time.Time) (Opened, error) {
+	st := b.opts.Store
+	if err := st.RemoveRebuild(db, name); err != nil {
+		return Opened{}, LocalErr(err)
+	}
+	created := newest(files)
+	dir := func(p int) string { return st.RebuildPartitionDir(db, name, p) }
+	res, err := loader.Load(ctx, loader.Request{
+		Source: b.opts.Source, DB: db, Version: name, Files: files, Held: held, Dir: dir,
+	}, b.LoaderOptions(db))
+	if err != nil {
+		return Opened{}, err
+	}
+	b.records.Add(float64(res.Records))
+	b.partitions.WithLabelValues(repair.FromSource).Add(float64(len(held)))
+	if err := res.Sync(); err != nil {
+		return Opened{}, LocalErr(err)
+	}
+	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files,
+		Created: created, Loaded: loaded, Complete: true}
+	if err := st.WriteRebuildManifest(man); err != nil {
+		return Opened{}, LocalErr(err)
+	}
+	parts, err := b.Open(dir, n, held)
+	if err != nil {
+		return Opened{}, LocalErr(err)
+	}
+	return Opened{Parts: parts, N: n, Created: created}, nil
+}
