@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ const usage = `usage:
   spangle pin    --source <root> <db> <version>   write <root>/<db>/_PIN: roll back to (or freeze at) version
   spangle unpin  --source <root> <db>             delete the marker: roll forward to the newest version
   spangle status --addr <host:port>               the pins a storaged or routerd follows
+  spangle zk-acl --zk <host:port> [...]           set the cluster's ZooKeeper ACL on its znodes (zk-acl --help)
   spangle help                                    this text
   spangle --version                               the version, commit and Go release
 `
@@ -48,6 +50,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "spangle", buildinfo.Get())
 		return 0
+	case "zk-acl":
+		return ZKACL(args[1:], os.Getenv, stdout, stderr)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
