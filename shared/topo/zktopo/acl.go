@@ -111,7 +111,7 @@ func sameACL(a, b []zk.ACL) bool {
 }
 
 // authHint is what an ACL refusal adds to its error.
-const authHint = "the znode's ACL refuses this client: is [zk] auth_file (or " + AuthEnv + ") the cluster's credential?"
+const authHint = "the znode's ACL refuses this client: is [zk] auth_file or " + AuthEnv + " the cluster's credential?"
 
 // refused names the znode when ZooKeeper's ACL refused op on it: the
 // client's error alone ("zk: not authenticated") does not say where.

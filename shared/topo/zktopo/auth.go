@@ -19,18 +19,16 @@ const AuthEnv = "SPANGLE_ZK_AUTH"
 // maxAuthBytes bounds an auth file: a credential is one short line.
 const maxAuthBytes = 4 << 10
 
-// Credential is a ZooKeeper digest identity, user:password. The password
-// is behind a pointer and every way of printing a Credential (String,
-// GoString, %v of a struct holding one, JSON, text) shows only the user,
-// so that a config or Options dump never reveals it. The zero value is
-// no credential. A Credential is immutable.
+// Credential is a ZooKeeper digest identity, user:password. Every way
+// of printing a Credential (String, GoString, any verb on a struct
+// holding one, even in an unexported field, JSON, text) shows only the
+// user, so that a config or Options dump never reveals the password: it
+// is held by a closure, which fmt prints as an address. The zero value
+// is no credential. A Credential is immutable.
 type Credential struct {
-	user   string
-	secret *secret
+	user     string
+	password func() string
 }
-
-// secret holds the password; printed through a pointer it is an address.
-type secret struct{ password string }
 
 // ErrBadCredential says a credential is not user:password.
 var ErrBadCredential = errors.New("zktopo: the ZooKeeper credential is not user:password (a non-empty user without ':' and a non-empty password)")
@@ -44,7 +42,7 @@ func ParseCredential(s string) (Credential, error) {
 		strings.TrimSpace(user) != user {
 		return Credential{}, ErrBadCredential
 	}
-	return Credential{user: user, secret: &secret{password: password}}, nil
+	return Credential{user: user, password: func() string { return password }}, nil
 }
 
 // LoadCredential returns the credential of AuthEnv (read with getenv)
@@ -87,7 +85,7 @@ func LoadCredential(file string, getenv func(string) string) (cred Credential, s
 }
 
 // IsZero reports whether c is no credential.
-func (c Credential) IsZero() bool { return c.secret == nil }
+func (c Credential) IsZero() bool { return c.password == nil }
 
 // User is the identity's name (not a secret: it is in every ACL).
 func (c Credential) User() string { return c.user }
@@ -107,9 +105,9 @@ func (c Credential) GoString() string { return "zktopo.Credential(" + c.String()
 func (c Credential) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // authBytes is what AddAuth sends.
-func (c Credential) authBytes() []byte { return []byte(c.user + ":" + c.secret.password) }
+func (c Credential) authBytes() []byte { return []byte(c.user + ":" + c.password()) }
 
 // digestACL is the ACL entry of the identity with perms.
 func (c Credential) digestACL(perms int32) zk.ACL {
-	return zk.DigestACL(perms, c.user, c.secret.password)[0]
+	return zk.DigestACL(perms, c.user, c.password())[0]
 }

@@ -131,6 +131,9 @@ func (c *Conn) auditACLs() {
 			queue = append(queue, p+"/"+k)
 		}
 	}
+	if checked == 0 {
+		return // a new cluster: everything will be created with the ACL
+	}
 	if open+readable == 0 {
 		c.log.Info("zktopo: the cluster's znodes carry its ACL", zap.String("root", c.acl.root), zap.Int("checked", checked))
 		return
