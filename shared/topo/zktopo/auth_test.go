@@ -262,8 +262,14 @@ func TestWithoutCredentialNothingIsWritten(t *testing.T) {
 				what string
 				err  func() error
 			}{
-				{"set a pin", func() error { _, err := raw.Conn.Set(root+"/pins/db", []byte(`{"version":"v0","generation":9}`), -1); return err }},
-				{"create a pin", func() error { _, err := raw.Conn.Create(root+"/pins/other", nil, 0, zk.WorldACL(zk.PermAll)); return err }},
+				{"set a pin", func() error {
+					_, err := raw.Conn.Set(root+"/pins/db", []byte(`{"version":"v0","generation":9}`), -1)
+					return err
+				}},
+				{"create a pin", func() error {
+					_, err := raw.Conn.Create(root+"/pins/other", nil, 0, zk.WorldACL(zk.PermAll))
+					return err
+				}},
 				{"set a version", func() error { _, err := raw.Conn.Set(root+"/partitions/db/v1", []byte(`{}`), -1); return err }},
 				{"delete a node", func() error { return raw.Conn.Delete(root+"/nodes/127.0.0.1:9000@127.0.0.1:9000", -1) }},
 				{"open an ACL", func() error { _, err := raw.Conn.SetACL(root+"/nodes", zk.WorldACL(zk.PermAll), -1); return err }},

@@ -50,7 +50,9 @@ func open(t testing.TB, servers ...string) *zktopo.Conn {
 // proxiedConns is the part of a topotest.Backend that makes Conns to srv,
 // each through its own proxy so that it alone can be cut off until its
 // session expires.
-func proxiedConns(srv *zktest.Server) topotest.Backend { return proxiedConnsWith(srv, zktopo.Options{}) }
+func proxiedConns(srv *zktest.Server) topotest.Backend {
+	return proxiedConnsWith(srv, zktopo.Options{})
+}
 
 // proxiedConnsWith is proxiedConns with auth's Auth and ReadACL.
 func proxiedConnsWith(srv *zktest.Server, auth zktopo.Options) topotest.Backend {
