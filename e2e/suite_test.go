@@ -191,6 +191,7 @@ func TestScenarios(t *testing.T) {
 		{"9-s3-outage", "9 S3 down 30 s", s.s3Outage},
 		{"10-sparkey-db", "10 Sparkey db beside", s.sparkeyDB},
 		{"11-rolling-rewrite", "11 rolling rewrite", s.rollingRewrite},
+		{"13-no-zk-credential", "13 no ZK credential", s.noZKCredential},
 	}
 	for _, sc := range scenarios {
 		s.scenario(t, sc.name, sc.label, true, func(t *testing.T, r *row) { sc.run(t, ctx, r) })

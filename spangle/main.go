@@ -6,6 +6,7 @@
 //	spangle pin    --source <root> <db> <version>
 //	spangle unpin  --source <root> <db>
 //	spangle status --addr <host:port>
+//	spangle zk-acl --zk <host:port> --cluster <name> (ZooKeeper ACL migration)
 package main
 
 import (

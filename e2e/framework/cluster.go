@@ -60,6 +60,11 @@ type Options struct {
 	Also []dataset.Spec
 	// Logf receives progress lines; default none.
 	Logf func(format string, args ...any)
+	// NoZKAuth runs the storaged without a ZooKeeper credential. By
+	// default each run makes a random one (never written to disk) and
+	// gives it to the storaged as SPANGLE_ZK_AUTH, so that the cluster's
+	// znodes carry its ACL.
+	NoZKAuth bool
 }
 
 // Cluster is a running compose cluster. Its methods are safe for
@@ -69,6 +74,7 @@ type Cluster struct {
 	compose []string
 	env     []string
 	source  string // host directory the S3 server serves as bucket "spangle"
+	zkAuth  string // the storaged's ZooKeeper credential, user:password; "" for none
 	network string
 	http    *http.Client
 
@@ -123,6 +129,14 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.Chmod(source, 0o755); err != nil {
 		return nil, fmt.Errorf("framework: %w", err)
 	}
+	zkAuth := ""
+	if !opts.NoZKAuth {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("framework: %w", err)
+		}
+		zkAuth = "spangle:" + hex.EncodeToString(b[:])
+	}
 	compose = append(compose, "-p", opts.Project, "-f", opts.ComposeFile)
 	for _, f := range opts.ExtraFiles {
 		compose = append(compose, "-f", f)
@@ -135,7 +149,9 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 			"SPANGLE_TAG=" + opts.Tag, "ZK_IMAGE=" + opts.ZKImage,
 			// Empty host ports: the engine picks free ones.
 			"ROUTERD_PORT=", "STORAGED1_PORT=", "STORAGED2_PORT=", "STORAGED3_PORT=",
+			"SPANGLE_ZK_AUTH=" + zkAuth,
 		},
+		zkAuth:  zkAuth,
 		source:  source,
 		network: opts.Project + "_default",
 		http:    &http.Client{Transport: &http.Transport{Proxy: nil}},
@@ -196,6 +212,42 @@ func (c *Cluster) Down(ctx context.Context) error {
 
 // Project is the compose project name.
 func (c *Cluster) Project() string { return c.opts.Project }
+
+// Name is the cluster's name in ZooKeeper.
+func (c *Cluster) Name() string { return c.opts.Cluster }
+
+// ZKAuth is the storaged's ZooKeeper credential, user:password, or ""
+// (Options.NoZKAuth). A test may look for it where it must not be.
+func (c *Cluster) ZKAuth() string { return c.zkAuth }
+
+// RunExtra starts one more container of service svc (its image,
+// environment and networks), named <project>-<name>, with env added
+// (KEY=VALUE; KEY= empties a variable) and args as its command, without
+// ports on the host. It returns the container's name, for LogsOf and
+// RemoveExtra.
+func (c *Cluster) RunExtra(ctx context.Context, svc, name string, env []string, args ...string) (string, error) {
+	container := c.opts.Project + "-" + name
+	cmd := []string{"run", "-d", "--no-deps", "--name", container}
+	for _, e := range env {
+		cmd = append(cmd, "-e", e)
+	}
+	cmd = append(append(cmd, svc), args...)
+	if _, err := c.composeRun(ctx, cmd...); err != nil {
+		return "", err
+	}
+	return container, nil
+}
+
+// LogsOf returns a container's log (stdout and stderr), by name.
+func (c *Cluster) LogsOf(ctx context.Context, container string) (string, error) {
+	return runCombined(ctx, "docker", "logs", container)
+}
+
+// RemoveExtra removes a container RunExtra started.
+func (c *Cluster) RemoveExtra(ctx context.Context, container string) error {
+	_, err := run(ctx, nil, "docker", "rm", "-f", container)
+	return err
+}
 
 // SourceDir is the host directory the storaged see as their source root.
 func (c *Cluster) SourceDir() string { return c.source }

@@ -136,6 +136,13 @@ type ZK struct {
 	SessionTimeout time.Duration `toml:"session_timeout"`
 	// ConnectTimeout bounds each attempt to reach a server.
 	ConnectTimeout time.Duration `toml:"connect_timeout"`
+	// AuthFile names a file holding the ZooKeeper digest credential,
+	// user:password, as storaged's (SPANGLE_ZK_AUTH wins). routerd only
+	// reads, so it needs one only when the cluster's acl_read is "auth".
+	AuthFile string `toml:"auth_file"`
+	// ACLRead is storaged's key; routerd creates no znode, so it only
+	// checks the value.
+	ACLRead string `toml:"acl_read"`
 }
 
 // Default returns the configuration with every default filled in, except
@@ -157,7 +164,7 @@ func Default() Config {
 		BatchMaxBytes:    wire.DefaultBatchMaxBytes,
 		BatchReadTimeout: wire.DefaultBatchReadTimeout,
 		BatchReadBytes:   wire.DefaultBatchReadBytes,
-		ZK:               ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect},
+		ZK:               ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect, ACLRead: "world"},
 	}
 }
 
@@ -255,6 +262,9 @@ func (c *Config) Validate() error {
 	if c.StoragedPoll <= 0 || c.ZK.SessionTimeout <= 0 || c.ZK.ConnectTimeout <= 0 {
 		bad("storaged_poll, zk.session_timeout and zk.connect_timeout must be positive")
 	}
+	if c.ZK.ACLRead != "world" && c.ZK.ACLRead != "auth" {
+		bad("zk.acl_read %q is not world or auth", c.ZK.ACLRead)
+	}
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		bad("log_format %q is not json or console", c.LogFormat)
 	}
@@ -332,6 +342,7 @@ func bind(fs *flag.FlagSet, c *Config, configPath *string, version *bool) {
 	fs.StringVar(&c.ZK.Prefix, "zk-prefix", c.ZK.Prefix, "first element of every znode path (zk.prefix)")
 	fs.DurationVar(&c.ZK.SessionTimeout, "zk-session-timeout", c.ZK.SessionTimeout, "ZooKeeper session timeout (zk.session_timeout)")
 	fs.DurationVar(&c.ZK.ConnectTimeout, "zk-connect-timeout", c.ZK.ConnectTimeout, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
+	fs.StringVar(&c.ZK.AuthFile, "zk-auth-file", c.ZK.AuthFile, "file holding the ZooKeeper digest credential user:password, needed to read a cluster with acl_read auth; SPANGLE_ZK_AUTH wins (zk.auth_file)")
 	fs.Var(listFlag{&c.Storaged}, "storaged", "static discovery: storaged URLs http://host:port,... (default "+DefaultStoraged+" when no zk)")
 	fs.DurationVar(&c.StoragedPoll, "storaged-poll", c.StoragedPoll, "how often static discovery reads each storaged's status")
 	fs.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "bound of one lookup (504 after)")

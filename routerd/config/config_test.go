@@ -179,3 +179,27 @@ func TestBatchReadBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestZKAuthKeys: [zk] auth_file (and the flag) load; acl_read, which
+// routerd only checks, must be world or auth.
+func TestZKAuthKeys(t *testing.T) {
+	c, err := Parse([]string{"--zk", "z:2181", "--zk-auth-file", "/run/secrets/zk"}, io.Discard)
+	if err != nil || c.ZK.AuthFile != "/run/secrets/zk" || c.ZK.ACLRead != "world" {
+		t.Fatalf("flags: %+v, %v", c.ZK, err)
+	}
+	path := filepath.Join(t.TempDir(), "routerd.toml")
+	if err := os.WriteFile(path, []byte("[zk]\nservers = [\"z:2181\"]\nauth_file = \"/f\"\nacl_read = \"auth\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = Default()
+	if err := Load(path, &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || c.ZK.AuthFile != "/f" || c.ZK.ACLRead != "auth" {
+		t.Fatalf("file: %+v, %v", c.ZK, err)
+	}
+	c.ZK.ACLRead = "everyone"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "zk.acl_read") {
+		t.Fatalf("acl_read everyone: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -22,6 +23,16 @@ import (
 func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus.Registerer, tlsSrc *tlsconfig.Source,
 	goRun func(ctx context.Context, name string, f func(context.Context) error)) (topo.Watcher, error) {
 	if cfg.UseZK() {
+		// routerd only reads: a credential matters only where the
+		// cluster's acl_read is "auth". Only where it came from and its
+		// user are logged.
+		cred, source, err := zktopo.LoadCredential(cfg.ZK.AuthFile, os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		if !cred.IsZero() {
+			log.Info("ZooKeeper credential loaded", zap.String("from", source), zap.String("user", cred.User()))
+		}
 		w, err := zktopo.OpenWatcher(zktopo.Options{
 			Servers:        cfg.ZK.Servers,
 			Cluster:        cfg.Sharding.ClusterName,
@@ -30,6 +41,8 @@ func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg 
 			ConnectTimeout: cfg.ZK.ConnectTimeout,
 			Logger:         log.Named("discovery"),
 			Registerer:     reg,
+			Auth:           cred,
+			ReadACL:        cfg.ZK.ACLRead,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)

@@ -17,6 +17,12 @@ var (
 	// ErrBadName is returned for a db, version, shard id or address that
 	// cannot be part of a znode name.
 	ErrBadName = errors.New("topo: bad name")
+	// ErrDenied means the coordination service's access control refused
+	// the call (a ZooKeeper ACL and a missing or wrong credential). The
+	// error names the entry. What was published stays wanted, as with
+	// ErrUnavailable, and the backend tries again now and then, so that
+	// fixing the credential or the ACL needs no restart.
+	ErrDenied = errors.New("topo: refused by the coordination service's access control")
 )
 
 // Node is what a storaged publishes about itself under nodes/.

@@ -4,7 +4,9 @@
 // directory. It can stop and restart the server on the same port and data
 // directory, so that tests can cause real outages, and it offers a TCP
 // proxy that can cut one client off, so that tests can cause a real
-// session expiry.
+// session expiry. StartWith can give the server a digest superuser
+// (Options.Super), and RawAuth connects a client with a digest
+// credential, for tests of ZooKeeper ACLs.
 //
 // A missing java or jar fails the test with a message naming
 // `apt-get install zookeeper`; it never skips.

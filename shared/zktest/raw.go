@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,38 @@ func (s *Server) Raw(t testing.TB) *Raw {
 	}
 	t.Cleanup(conn.Close)
 	return &Raw{t: t, Conn: conn}
+}
+
+// RawAuth connects a plain client to s that authenticates with the
+// digest credential "user:password" (a cluster's, or Options.Super).
+func (s *Server) RawAuth(t testing.TB, cred string) *Raw {
+	t.Helper()
+	r := s.Raw(t)
+	if err := r.Conn.AddAuth("digest", []byte(cred)); err != nil {
+		t.Fatalf("zktest: authenticating a raw client: %v", err)
+	}
+	return r
+}
+
+// superDigest is the superDigest property of "user:password":
+// user:base64(sha1(user:password)), as ZooKeeper's digest provider
+// computes it.
+func superDigest(cred string) (string, error) {
+	user, password, ok := strings.Cut(cred, ":")
+	if !ok || user == "" {
+		return "", fmt.Errorf("zktest: Options.Super is not user:password")
+	}
+	return zk.DigestACL(zk.PermAll, user, password)[0].ID, nil
+}
+
+// ACL returns path's ACL.
+func (r *Raw) ACL(path string) []zk.ACL {
+	r.t.Helper()
+	acl, _, err := r.Conn.GetACL(path)
+	if err != nil {
+		r.t.Fatalf("zktest: reading the ACL of %s: %v", path, err)
+	}
+	return acl
 }
 
 // Put makes the persistent znode path hold data, creating it and its

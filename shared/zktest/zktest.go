@@ -41,6 +41,7 @@ type Server struct {
 	dir     string
 	logPath string
 	port    int
+	opts    Options
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd     // guarded by mu; nil while stopped
@@ -53,7 +54,24 @@ type Server struct {
 // and prints the end of the server's log if the test failed.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, dir: t.TempDir()}
+	return StartWith(t, Options{})
+}
+
+// Options change how a server runs. The zero value is Start's server.
+type Options struct {
+	// Super, "user:password" if set, is the server's superuser
+	// (zookeeper.DigestAuthenticationProvider.superDigest): a client
+	// that authenticates with it (RawAuth) passes every ACL, so that a
+	// test can look at and clean up what a cluster's credential
+	// protects, as an operator with the superuser would. Digest
+	// authentication itself needs no option: every server has it.
+	Super string
+}
+
+// StartWith is Start with opts.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s := &Server{t: t, dir: t.TempDir(), opts: opts}
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -165,13 +183,21 @@ func (s *Server) start() error {
 	}
 	// Flags chosen for a fast start and a small footprint: a test server
 	// needs neither the optimizing compiler nor a large heap.
-	cmd := exec.Command("java",
+	args := []string{
 		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms16m", "-Xmx256m",
 		"-Djava.net.preferIPv4Stack=true",
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-		"-cp", cp, mainClass, cfg)
+	}
+	if s.opts.Super != "" {
+		d, err := superDigest(s.opts.Super)
+		if err != nil {
+			return err
+		}
+		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+d)
+	}
+	cmd := exec.Command("java", append(args, "-cp", cp, mainClass, cfg)...)
 	cmd.Dir = s.dir
 	cmd.Stdout = logf
 	cmd.Stderr = logf

@@ -1,10 +1,13 @@
 package zktest_test
 
 import (
+	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"spangle/shared/zktest"
 )
@@ -75,4 +78,26 @@ func TestRun(t *testing.T) {
 	if _, err := s.FourLetter("srvr"); err == nil {
 		t.Fatal("srvr answered after Stop")
 	}
+}
+
+// TestSuperuser: a server started with Options.Super lets a client
+// authenticated as the superuser through an ACL that shuts out everyone
+// else, as an operator's superuser does.
+func TestSuperuser(t *testing.T) {
+	s := zktest.StartWith(t, zktest.Options{Super: "super:pw"})
+	owner := s.RawAuth(t, "owner:secret")
+	if _, err := owner.Conn.Create("/closed", []byte("x"), 0, zk.DigestACL(zk.PermAll, "owner", "secret")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Raw(t).Conn.Get("/closed"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("an anonymous client read a closed znode: %v", err)
+	}
+	super := s.RawAuth(t, "super:pw")
+	if b, _, err := super.Conn.Get("/closed"); err != nil || string(b) != "x" {
+		t.Fatalf("the superuser: %q, %v", b, err)
+	}
+	if acl := super.ACL("/closed"); len(acl) != 1 || acl[0].ID != zk.DigestACL(zk.PermAll, "owner", "secret")[0].ID {
+		t.Fatalf("ACL as the superuser sees it: %v", acl)
+	}
+	super.Delete("/closed")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ const usage = `usage:
   spangle status --addr <host:port>               the pins a storaged or routerd follows
                  [--tls-ca F --tls-cert F --tls-key F]   over TLS ([tls]'s ca_file, cert_file, key_file)
   spangle certs  --out <dir> --names <n,...>      make a CA and certificates for a demo or test cluster
+  spangle zk-acl --zk <host:port> [...]           set the cluster's ZooKeeper ACL on its znodes (zk-acl --help)
   spangle help                                    this text
   spangle --version                               the version, commit and Go release
 `
@@ -53,6 +55,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "certs":
 		return certs(args[1:], stdout, stderr)
+	case "zk-acl":
+		return ZKACL(args[1:], os.Getenv, stdout, stderr)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

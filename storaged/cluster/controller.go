@@ -177,6 +177,10 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 		// At a start the session is not up yet: that is normal, and an
 		// outage is warned of by the Conn itself (its first failed dial).
 		c.log.Info("registering once the coordination service's session is up", zap.Error(err))
+	case errors.Is(err, topo.ErrDenied):
+		// A credential or ACL problem: remembered too, and tried again
+		// by the Conn now and then, so that fixing it needs no restart.
+		c.log.Error("the coordination service refuses this node's registration; it stays out of the cluster until allowed", zap.Error(err))
 	case err != nil:
 		return fmt.Errorf("cluster: registering %s: %w", topo.NodeName(c.opts.Node.ShardID, c.opts.Node.Addr), err)
 	default:

@@ -204,6 +204,16 @@ type ZK struct {
 	SessionTimeout time.Duration `toml:"session_timeout"`
 	// Prefix is the first znode of every path; default "spangle".
 	Prefix string `toml:"prefix"`
+	// AuthFile names a file holding the ZooKeeper digest credential,
+	// user:password (the environment variable SPANGLE_ZK_AUTH, when
+	// set, wins over it). With a credential the session authenticates,
+	// and every znode the node creates lets only that identity change
+	// it. The file's content is never logged or shown.
+	AuthFile string `toml:"auth_file"`
+	// ACLRead is who may read the znodes created with a credential:
+	// "world" (default: routers and tools need no secret) or "auth" (the
+	// identity only).
+	ACLRead string `toml:"acl_read"`
 }
 
 // ClusterMode reports whether storaged joins a cluster through ZooKeeper.
@@ -253,7 +263,7 @@ func Default() Config {
 			Assignment: "sequins", RereplicateAfter: coordinator.DefaultRereplicateAfter, PruneAfter: coordinator.DefaultPruneAfter,
 			ElectQuorum: "all",
 		},
-		ZK: ZK{ConnectTimeout: DefaultZKConnect, SessionTimeout: DefaultZKSession, Prefix: topo.DefaultPrefix},
+		ZK: ZK{ConnectTimeout: DefaultZKConnect, SessionTimeout: DefaultZKSession, Prefix: topo.DefaultPrefix, ACLRead: "world"},
 		LevelDB: LevelDB{
 			BlockCacheSize: DefaultBlockCacheSize, BlockSize: DefaultBlockSize,
 			BloomBitsPerKey: DefaultBloomBits, Compression: "none", SpillSize: DefaultSpillSize,
@@ -349,6 +359,7 @@ func (c *Config) Validate() error {
 	if err := c.TLS.Validate(true); err != nil {
 		errs = append(errs, err)
 	}
+	check(c.ZK.ACLRead != "world" && c.ZK.ACLRead != "auth", "zk.acl_read", "%q is not world or auth", c.ZK.ACLRead)
 	l := c.LevelDB
 	check(l.BlockCacheSize < 0, "leveldb.block_cache_size", "must not be negative")
 	check(l.BlockSize < 0 || l.BlockSize > 64<<20, "leveldb.block_size", "must be between 0 and 64 MiB")

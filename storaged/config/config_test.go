@@ -77,6 +77,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		`source = "/x"` + "\nbatch_read_timeout = \"0s\"":      "batch_read_timeout",
 		`source = "/x"` + "\nbatch_read_bytes = 1048576":       "batch_read_bytes",
 		`bind = "127.0.0.1:1"`:                                 "source",
+		`source = "/x"` + "\n[zk]\nacl_read = \"everyone\"":    "zk.acl_read",
 	}
 	for in, key := range cases {
 		c := Default()
@@ -155,5 +156,24 @@ func TestClusterMode(t *testing.T) {
 	}
 	if _, err := Parse([]string{"--source", "/a", "--zk", "zk:2181", "--min-replication", "3"}, io.Discard); err == nil {
 		t.Fatal("min_replication above replication accepted")
+	}
+}
+
+// TestZKAuthKeys: [zk] auth_file and acl_read load from the file and the
+// flags; the config holds the file's name, never its content.
+func TestZKAuthKeys(t *testing.T) {
+	c := Default()
+	if c.ZK.ACLRead != "world" || c.ZK.AuthFile != "" {
+		t.Fatalf("defaults: %+v", c.ZK)
+	}
+	if err := Decode("source = \"/x\"\n[zk]\nservers = [\"z:2181\"]\nauth_file = \"/etc/spangle/zk-auth\"\nacl_read = \"auth\"\n", &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || c.ZK.AuthFile != "/etc/spangle/zk-auth" || c.ZK.ACLRead != "auth" {
+		t.Fatalf("from the file: %+v, %v", c.ZK, err)
+	}
+	c, err := Parse([]string{"--source", "/a", "--zk", "z:2181", "--zk-auth-file", "/run/secrets/zk", "--zk-acl-read", "auth"}, io.Discard)
+	if err != nil || c.ZK.AuthFile != "/run/secrets/zk" || c.ZK.ACLRead != "auth" {
+		t.Fatalf("from the flags: %+v, %v", c.ZK, err)
 	}
 }

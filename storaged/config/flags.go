@@ -52,6 +52,8 @@ func bind(fs *flag.FlagSet, c *Config, path *string, version *bool) {
 	fs.DurationVar(&c.ZK.SessionTimeout, "zk-session-timeout", c.ZK.SessionTimeout, "ZooKeeper session timeout: how soon a dead node's znodes go (zk.session_timeout)")
 	fs.DurationVar(&c.ZK.ConnectTimeout, "zk-connect-timeout", c.ZK.ConnectTimeout, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
 	fs.StringVar(&c.ZK.Prefix, "zk-prefix", c.ZK.Prefix, "first element of every znode path (zk.prefix)")
+	fs.StringVar(&c.ZK.AuthFile, "zk-auth-file", c.ZK.AuthFile, "file holding the ZooKeeper digest credential user:password; SPANGLE_ZK_AUTH wins (zk.auth_file)")
+	fs.StringVar(&c.ZK.ACLRead, "zk-acl-read", c.ZK.ACLRead, "who may read the znodes created with a credential: world or auth (zk.acl_read)")
 	fs.IntVar(&c.MaxInflight, "max-inflight", c.MaxInflight, "shed lookups above this many at once; 0 no limit (max_inflight)")
 	fs.IntVar(&c.BatchMaxKeys, "batch-max-keys", c.BatchMaxKeys, "most keys in a batch lookup, 413 above (batch_max_keys)")
 	fs.Int64Var(&c.BatchMaxBytes, "batch-max-bytes", c.BatchMaxBytes, "largest batch lookup body in bytes, 413 above (batch_max_bytes)")

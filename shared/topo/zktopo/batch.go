@@ -63,13 +63,13 @@ func (c *Conn) flushQueued() {
 		}
 		if dir := pathpkg.Dir(p); q.withParent && !parents[dir] {
 			parents[dir] = true
-			versions = append(versions, &zk.CreateRequest{Path: dir, Acl: openACL, Flags: zk.FlagPersistent})
+			versions = append(versions, &zk.CreateRequest{Path: dir, Acl: c.acl.forPath(dir), Flags: zk.FlagPersistent})
 		}
-		versions = append(versions, &zk.CreateRequest{Path: p, Data: q.data, Acl: openACL, Flags: zk.FlagPersistent})
+		versions = append(versions, &zk.CreateRequest{Path: p, Data: q.data, Acl: c.acl.forPath(p), Flags: zk.FlagPersistent})
 	}
 	for p := range c.equeue {
 		if _, ok := c.parts[p]; ok && (sess == 0 || c.published[p] != sess) {
-			ephemerals = append(ephemerals, &zk.CreateRequest{Path: p, Acl: openACL, Flags: zk.FlagEphemeral})
+			ephemerals = append(ephemerals, &zk.CreateRequest{Path: p, Acl: c.acl.forPath(p), Flags: zk.FlagEphemeral})
 		}
 	}
 	clear(c.vqueue)

@@ -148,7 +148,7 @@ func (c *Conn) commit(f topo.Fence, id string, as []topo.Assignment) (topo.Decis
 		if exists {
 			ops = append(ops, &zk.SetDataRequest{Path: p, Data: body, Version: -1})
 		} else {
-			ops = append(ops, &zk.CreateRequest{Path: p, Data: body, Acl: openACL, Flags: zk.FlagPersistent})
+			ops = append(ops, &zk.CreateRequest{Path: p, Data: body, Acl: c.acl.forPath(p), Flags: zk.FlagPersistent})
 		}
 	}
 	res, err := c.zk.Multi(ops...)
@@ -159,6 +159,8 @@ func (c *Conn) commit(f topo.Fence, id string, as []topo.Assignment) (topo.Decis
 			d.Epoch = int64(res[n].Stat.Version)
 		}
 		return d, nil
+	case errors.Is(err, zk.ErrNoAuth) || opFailed(res, zk.ErrNoAuth):
+		return topo.Decision{}, refusedMulti(ops, res, err)
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
 		return topo.Decision{}, fenced("the multi-op's checks failed: %v", err)
 	}

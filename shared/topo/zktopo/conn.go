@@ -50,6 +50,16 @@ type Options struct {
 	// Registerer receives the backend's metrics
 	// (spangle_zk_entries_rejected_total); nil registers nowhere.
 	Registerer prometheus.Registerer
+	// Auth is the digest credential the session authenticates with
+	// (AddAuth, sent again by the client on every reconnection and new
+	// session) and whose identity alone may change the znodes this Conn
+	// creates (see acls). Zero: no authentication, and znodes open to
+	// every client, as before. Until the credential is accepted the Conn
+	// counts as not connected.
+	Auth Credential
+	// ReadACL is who may read the znodes this Conn creates when Auth is
+	// set: ReadWorld (default, "") or ReadAuth.
+	ReadACL string
 }
 
 // Conn is a ZooKeeper session that publishes a storaged's entries and
@@ -60,6 +70,8 @@ type Conn struct {
 	log   *zap.Logger
 	zkLog *zkLogger
 	rej   *rejects
+	acl   acls
+	auth  Credential
 	zk    *zk.Conn
 	mir   *topo.Mirror
 	// events is the client's event channel, drained only at Close: the
@@ -72,6 +84,8 @@ type Conn struct {
 	syncKick  chan struct{} // cap 1: a session is up: publish again
 	sem       chan struct{} // cap 1: held by the write in flight
 	up        atomic.Bool   // a session was up at the last state event
+	authed    atomic.Bool   // no Auth, or the client holds it (AddAuth succeeded)
+	denied    denials       // ACL refusals, said once, tried again later
 
 	evMu      sync.Mutex
 	dirty     map[string]bool // guarded by evMu; paths to list again
@@ -108,6 +122,9 @@ func Open(opts Options) (*Conn, error) {
 		return nil, fmt.Errorf("zktopo: %w: cluster %q and each element of prefix %q must match [A-Za-z0-9][A-Za-z0-9_-]*",
 			topo.ErrBadName, opts.Cluster, opts.Prefix)
 	}
+	if err := CheckReadACL(opts.ReadACL); err != nil {
+		return nil, err
+	}
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
@@ -121,9 +138,12 @@ func Open(opts Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	paths := topo.Paths{Prefix: opts.Prefix, Cluster: opts.Cluster}
 	c := &Conn{
 		rej:       rej,
-		paths:     topo.Paths{Prefix: opts.Prefix, Cluster: opts.Cluster},
+		acl:       newACLs(paths, opts.Auth, opts.ReadACL),
+		auth:      opts.Auth,
+		paths:     paths,
 		log:       opts.Logger,
 		zkLog:     &zkLogger{l: opts.Logger.Named("zk").Sugar()},
 		mir:       topo.NewMirror(),
@@ -154,9 +174,14 @@ func Open(opts Options) (*Conn, error) {
 		return nil, fmt.Errorf("zktopo: connecting to %v: %w", opts.Servers, err)
 	}
 	c.zk, c.events = conn, events
+	c.authed.Store(opts.Auth.IsZero())
 	c.wg.Add(2)
 	go c.watchLoop()
 	go c.syncLoop()
+	if !opts.Auth.IsZero() {
+		c.wg.Add(1)
+		go c.authLoop()
+	}
 	kick(c.watchKick)
 	return c, nil
 }
@@ -288,14 +313,15 @@ func (c closedContext) Err() error {
 }
 func (closedContext) Value(any) any { return nil }
 
-// Connected reports whether a session is up now.
+// Connected reports whether a session is up now, authenticated when
+// Options.Auth is set.
 func (c *Conn) Connected() bool {
 	select {
 	case <-c.closed:
 		return false
 	default:
 	}
-	return c.zk.State() == zk.StateHasSession
+	return c.authed.Load() && c.zk.State() == zk.StateHasSession
 }
 
 // WaitConnected blocks until a session is up, ctx ends (its error) or

@@ -135,9 +135,9 @@ func (c *Conn) Campaign(ctx context.Context, id string) (topo.Leadership, error)
 				if err := c.ensureParents(dir + "/" + electionPrefix); err != nil {
 					return st, err
 				}
-				p, err := c.zk.CreateProtectedEphemeralSequential(dir+"/"+electionPrefix, []byte(id), openACL)
+				p, err := c.zk.CreateProtectedEphemeralSequential(dir+"/"+electionPrefix, []byte(id), c.acl.forPath(dir))
 				if err != nil {
-					return st, err
+					return st, refused("creating an entry under", dir, err)
 				}
 				st.mine = p[strings.LastIndexByte(p, '/')+1:]
 			}
@@ -354,8 +354,8 @@ func (c *Conn) readDecision() (topo.Decision, error) {
 			if err := c.ensureParents(p); err != nil {
 				return topo.Decision{}, err
 			}
-			if _, err := c.zk.Create(p, nil, zk.FlagPersistent, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return topo.Decision{}, err
+			if _, err := c.zk.Create(p, nil, zk.FlagPersistent, c.acl.forPath(p)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return topo.Decision{}, refused("creating", p, err)
 			}
 			continue
 		}

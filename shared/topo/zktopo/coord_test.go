@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"spangle/shared/topo/topotest"
+	"spangle/shared/topo/zktopo"
 	"spangle/shared/zktest"
 )
 
@@ -12,4 +13,12 @@ import (
 // off until its session expires.
 func TestCoordination(t *testing.T) {
 	topotest.RunCoordination(t, proxiedConns(zktest.Start(t)))
+}
+
+// TestCoordinationWithAuth runs it with the cluster's credential and
+// acl_read auth: elections, commits, pins and pruning work under the
+// ACLs.
+func TestCoordinationWithAuth(t *testing.T) {
+	topotest.RunCoordination(t, proxiedConnsWith(zktest.Start(t),
+		zktopo.Options{Auth: credential(t, clusterCred), ReadACL: zktopo.ReadAuth}))
 }

@@ -24,4 +24,13 @@
 // built; the coordinator's leader deletes those nobody serves any more
 // (PruneVersion), and their watches go with them, so what a session
 // costs follows the versions that exist.
+//
+// With Options.Auth (a digest Credential, from [zk] auth_file or
+// SPANGLE_ZK_AUTH: LoadCredential) the session authenticates before it
+// sends anything else, again on every reconnection, and every znode it
+// creates lets only that identity change it (acl.go); a refusal is
+// topo.ErrDenied naming the znode. Once authenticated, a Conn checks the
+// cluster's znodes and warns once of any open to every client
+// (secure.go); SetClusterACL, behind `spangle zk-acl`, closes them
+// (migrate.go).
 package zktopo

@@ -57,7 +57,7 @@ func (c *Conn) setPin(token, db string, p topo.Pin) error {
 	data, pst, err := c.zk.Get(pp)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		ops = append(ops, &zk.CreateRequest{Path: pp, Data: body, Acl: openACL, Flags: zk.FlagPersistent})
+		ops = append(ops, &zk.CreateRequest{Path: pp, Data: body, Acl: c.acl.forPath(pp), Flags: zk.FlagPersistent})
 	case err != nil:
 		return err
 	default:
@@ -68,8 +68,10 @@ func (c *Conn) setPin(token, db string, p topo.Pin) error {
 		}
 		ops = append(ops, &zk.SetDataRequest{Path: pp, Data: body, Version: pst.Version})
 	}
-	_, err = c.zk.Multi(ops...)
+	res, err := c.zk.Multi(ops...)
 	switch {
+	case errors.Is(err, zk.ErrNoAuth) || opFailed(res, zk.ErrNoAuth):
+		return refusedMulti(ops, res, err)
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
 		return fenced("the multi-op's checks failed: %v", err)
 	}

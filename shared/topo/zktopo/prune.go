@@ -57,7 +57,7 @@ func (c *Conn) pruneVersion(db, version string) (bool, error) {
 		case errors.Is(err, zk.ErrNoNode) || opFailed(res, zk.ErrNoNode):
 			continue // one of them went meanwhile: look again
 		}
-		return false, err
+		return false, refusedMulti(ops, res, err)
 	}
 	if !gone {
 		return false, fmt.Errorf("zktopo: %s kept changing under %d attempts to prune it", vpath, maxAttempts)

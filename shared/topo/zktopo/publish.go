@@ -15,8 +15,6 @@ import (
 	"spangle/shared/topo"
 )
 
-var openACL = zk.WorldACL(zk.PermAll)
-
 // maxAttempts bounds the create/replace races of one write.
 const maxAttempts = 5
 
@@ -191,6 +189,9 @@ func (c *Conn) apply(ctx context.Context, write func() error) error {
 	}()
 	select {
 	case err := <-res:
+		if errors.Is(err, zk.ErrNoAuth) {
+			c.noteDenied(err)
+		}
 		return c.mapErr(err)
 	case <-ctx.Done():
 		return c.mapErr(ctx.Err())
@@ -215,7 +216,7 @@ func (c *Conn) syncEphemeral(path string) error {
 	if !want {
 		err := c.zk.Delete(path, -1)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
+			return refused("deleting", path, err)
 		}
 		c.mu.Lock()
 		delete(c.published, path)
@@ -239,7 +240,7 @@ func (c *Conn) syncEphemeral(path string) error {
 // replaced, since it would vanish when that session expires.
 func (c *Conn) createEphemeral(path string, data []byte) error {
 	for range maxAttempts {
-		_, err := c.zk.Create(path, data, zk.FlagEphemeral, openACL)
+		_, err := c.zk.Create(path, data, zk.FlagEphemeral, c.acl.forPath(path))
 		switch {
 		case err == nil:
 			return nil
@@ -253,7 +254,7 @@ func (c *Conn) createEphemeral(path string, data []byte) error {
 				continue
 			}
 			if err != nil {
-				return err
+				return refused("reading", path, err)
 			}
 			if st.EphemeralOwner == c.zk.SessionID() && bytes.Equal(old, data) {
 				return nil
@@ -261,10 +262,10 @@ func (c *Conn) createEphemeral(path string, data []byte) error {
 			c.log.Info("zktopo: replacing a znode of an earlier session", zap.String("path", path))
 			err = c.zk.Delete(path, st.Version)
 			if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-				return err
+				return refused("replacing", path, err)
 			}
 		default:
-			return err
+			return refused("creating", path, err)
 		}
 	}
 	return fmt.Errorf("zktopo: %s kept changing under %d attempts to create it", path, maxAttempts)
@@ -278,7 +279,7 @@ func (c *Conn) createVersion(path string, info topo.VersionInfo) (topo.VersionIn
 		return topo.VersionInfo{}, err
 	}
 	for range maxAttempts {
-		_, err := c.zk.Create(path, data, zk.FlagPersistent, openACL)
+		_, err := c.zk.Create(path, data, zk.FlagPersistent, c.acl.forPath(path))
 		switch {
 		case err == nil:
 			c.donePending(path)
@@ -293,7 +294,7 @@ func (c *Conn) createVersion(path string, info topo.VersionInfo) (topo.VersionIn
 				continue
 			}
 			if err != nil {
-				return topo.VersionInfo{}, err
+				return topo.VersionInfo{}, refused("reading", path, err)
 			}
 			if have, ok := c.versionInfo(path, old); ok {
 				c.donePending(path)
@@ -308,10 +309,10 @@ func (c *Conn) createVersion(path string, info topo.VersionInfo) (topo.VersionIn
 				return info, nil
 			}
 			if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
-				return topo.VersionInfo{}, err
+				return topo.VersionInfo{}, refused("writing", path, err)
 			}
 		default:
-			return topo.VersionInfo{}, err
+			return topo.VersionInfo{}, refused("creating", path, err)
 		}
 	}
 	return topo.VersionInfo{}, fmt.Errorf("zktopo: %s kept changing under %d attempts to publish it", path, maxAttempts)
@@ -347,14 +348,22 @@ func (c *Conn) createParents(parts []string) error {
 			data, _ = json.Marshal(info)
 		}
 		c.mu.Unlock()
-		_, err := c.zk.Create(p, data, zk.FlagPersistent, openACL)
+		_, err := c.zk.Create(p, data, zk.FlagPersistent, c.acl.forPath(p))
+		if errors.Is(err, zk.ErrNoAuth) {
+			// ZooKeeper checks the parent's ACL before whether p
+			// exists: a parent that is not ours (a shared prefix) may
+			// refuse creating what is there already.
+			if ok, _, xerr := c.zk.Exists(p); xerr == nil && ok {
+				continue
+			}
+		}
 		if err == nil {
 			// A root may be new: the watch loop lists it now rather
 			// than at its next retry.
 			c.markDirty(p)
 			kick(c.watchKick)
 		} else if !errors.Is(err, zk.ErrNodeExists) {
-			return err
+			return refused("creating", p, err)
 		}
 	}
 	return nil
@@ -442,6 +451,10 @@ func (c *Conn) syncOne(path string, write func() error) bool {
 	if isConnErr(err) {
 		c.log.Info("zktopo: publishing again interrupted; the next session resumes", zap.String("path", path), zap.Error(err))
 		return false
+	}
+	if errors.Is(err, zk.ErrNoAuth) {
+		c.noteDenied(err)
+		return true
 	}
 	c.log.Warn("zktopo: publishing again", zap.String("path", path), zap.Error(err))
 	return true

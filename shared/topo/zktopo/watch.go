@@ -85,7 +85,10 @@ func (c *Conn) watchLoop() {
 			if err != nil {
 				c.markDirty(p)
 				failed = true
-				if !isConnErr(err) && !errors.Is(err, errNoRoot) {
+				switch {
+				case errors.Is(err, zk.ErrNoAuth):
+					c.noteDenied(refused("listing", p, err))
+				case !isConnErr(err) && !errors.Is(err, errNoRoot):
 					c.log.Warn("zktopo: listing", zap.String("path", p), zap.Error(err))
 				}
 				continue

@@ -51,6 +51,11 @@ func open(t testing.TB, servers ...string) *zktopo.Conn {
 // each through its own proxy so that it alone can be cut off until its
 // session expires.
 func proxiedConns(srv *zktest.Server) topotest.Backend {
+	return proxiedConnsWith(srv, zktopo.Options{})
+}
+
+// proxiedConnsWith is proxiedConns with auth's Auth and ReadACL.
+func proxiedConnsWith(srv *zktest.Server, auth zktopo.Options) topotest.Backend {
 	var mu sync.Mutex
 	proxies := map[topo.Conn]*tcpproxy.Proxy{}
 	proxy := func(c topo.Conn) *tcpproxy.Proxy {
@@ -61,7 +66,7 @@ func proxiedConns(srv *zktest.Server) topotest.Backend {
 	return topotest.Backend{
 		NewConn: func(t *testing.T) topo.Conn {
 			p := srv.Proxy(t)
-			c := open(t, p.Addr())
+			c := openWith(t, p.Addr(), zktopo.Options{Auth: auth.Auth, ReadACL: auth.ReadACL}, true)
 			mu.Lock()
 			proxies[c] = p
 			mu.Unlock()
@@ -72,12 +77,22 @@ func proxiedConns(srv *zktest.Server) topotest.Backend {
 	}
 }
 
-func TestSuite(t *testing.T) {
+func TestSuite(t *testing.T) { suite(t, zktopo.Options{}) }
+
+// TestSuiteWithAuth runs the suite with every Conn and Watcher holding
+// the cluster's credential and acl_read auth, so that every znode is
+// closed to other clients: what the backend does works under its ACLs.
+func TestSuiteWithAuth(t *testing.T) {
+	suite(t, zktopo.Options{Auth: credential(t, clusterCred), ReadACL: zktopo.ReadAuth})
+}
+
+func suite(t *testing.T, auth zktopo.Options) {
 	srv := zktest.Start(t)
-	b := proxiedConns(srv)
+	b := proxiedConnsWith(srv, auth)
 	b.NewWatcher = func(t *testing.T) topo.Watcher {
 		w, err := zktopo.OpenWatcher(zktopo.Options{
 			Servers: []string{srv.Addr()}, Cluster: cluster(t), SessionTimeout: sessionTimeout, Logger: zaptest.NewLogger(t),
+			Auth: auth.Auth, ReadACL: auth.ReadACL,
 		})
 		if err != nil {
 			t.Fatal(err)
