@@ -56,7 +56,7 @@ type Options struct {
 	// Keep leaves the temporary dir (dataset, stores, logs) behind.
 	Keep bool
 	// Sections, when not empty, runs only the sections named: "load",
-	// "storaged", "routerd", "batch", "big", "s3", "sparkey". Default all.
+	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "parquet". Default all.
 	Sections []string
 	// Logger reports progress; default a no-op logger.
 	Logger *zap.Logger
@@ -181,6 +181,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if b.runs("sparkey") {
 		b.sparkeySection(ctx)
+	}
+	if b.runs("parquet") {
+		b.parquetSection(ctx)
 	}
 	if b.runs("s3") {
 		b.s3Section(ctx, primary)

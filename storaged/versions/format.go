@@ -48,6 +48,13 @@ func (m *Manager) formatFor(ctx context.Context, db string, planned []string) []
 	}
 	if fs.read && !sameFormat(fs.spec, spec) {
 		m.log.Info("format marker changed; it applies to versions loaded from now on", zap.String("db", db))
+		// A version that failed under the old marker (a duplicate key, a
+		// missing column) may load under the new one: it is tried again.
+		for _, vs := range d.versions {
+			if vs.phase == failed {
+				m.forgetLocked(db, d, vs)
+			}
+		}
 	}
 	fs.spec, fs.read, fs.err = spec, true, ""
 	return planned
@@ -66,12 +73,25 @@ func (m *Manager) loaderOptions(db string) loader.Options {
 	lopts := m.opts.Loader
 	lopts.Limit = m.limit
 	lopts.Log = m.log
-	spec := parquetkv.DefaultFormat()
 	m.mu.Lock()
+	lopts.Formats = m.formatsLocked(db)
+	m.mu.Unlock()
+	return lopts
+}
+
+// formats returns the input formats of db's versions: the manager's, its
+// Parquet format mapping columns (and counting partitions) as the db's
+// _FORMAT says.
+func (m *Manager) formats(db string) []loader.Format {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.formatsLocked(db)
+}
+
+func (m *Manager) formatsLocked(db string) []loader.Format {
+	spec := parquetkv.DefaultFormat()
 	if d := m.dbs[db]; d != nil && d.format.read {
 		spec = d.format.spec
 	}
-	m.mu.Unlock()
-	lopts.Formats = loader.WithParquet(lopts.Formats, spec)
-	return lopts
+	return loader.WithParquet(m.opts.Loader.Formats, spec)
 }

@@ -50,7 +50,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	)
 	// The input format of the files says N (a version mixing formats
 	// fails here).
-	n, err := loader.NumPartitions(vs.files)
+	n, err := loader.NumPartitions(vs.files, m.formats(db))
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
 	} else if m.opts.Hooks.Held != nil {
@@ -218,12 +218,15 @@ func (m *Manager) setReason(vs *vstate, reason string) {
 // source.
 func (m *Manager) build(ctx context.Context, db, name string, files []source.File, held []int, prog *loader.Progress) (v *Version, pending *pendingBuild, err error) {
 	st := m.opts.Store
-	n, err := loader.NumPartitions(files)
+	lopts := m.loaderOptions(db)
+	layout, err := loader.Detect(files, lopts.Formats)
 	if err != nil {
 		return nil, nil, fmt.Errorf("versions: %s/%s: %w", db, name, err)
 	}
+	n, ctype := layout.Partitions, layout.ContentType
 	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) && man.NumPartitions == n {
-		v, err := m.open(db, name, n, man.Created, held)
+		// Its values were built as the marker said then.
+		v, err := m.open(db, name, n, man.Created, man.ContentType, held)
 		if err == nil {
 			return v, nil, nil
 		}
@@ -239,7 +242,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 			created = f.ModTime
 		}
 	}
-	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files, Created: created}
+	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files, Created: created, ContentType: ctype}
 	if err := st.WriteManifest(man); err != nil {
 		return nil, nil, localErr(err)
 	}
@@ -249,7 +252,6 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 	}
 	var res loader.Result
 	if len(rest) > 0 {
-		lopts := m.loaderOptions(db)
 		res, err = loader.Load(ctx, loader.Request{
 			Source: m.opts.Source, DB: db, Version: name, Files: files, Held: rest,
 			Dir:      func(p int) string { return st.PartitionDir(db, name, p) },
@@ -260,7 +262,7 @@ func (m *Manager) build(ctx context.Context, db, name string, files []source.Fil
 		}
 		m.metrics.records.Add(float64(res.Records))
 	}
-	if v, err = m.open(db, name, n, created, held); err != nil {
+	if v, err = m.open(db, name, n, created, ctype, held); err != nil {
 		return nil, nil, localErr(err)
 	}
 	return v, &pendingBuild{res: res, man: man}, nil
@@ -275,12 +277,12 @@ func localErr(err error) error {
 
 // open opens the held partitions of a version, two at a time per CPU (an
 // open reads each table's index and filter).
-func (m *Manager) open(db, name string, n int, created time.Time, held []int) (*Version, error) {
-	return m.openIn(func(p int) string { return m.opts.Store.PartitionDir(db, name, p) }, db, name, n, created, held)
+func (m *Manager) open(db, name string, n int, created time.Time, ctype string, held []int) (*Version, error) {
+	return m.openIn(func(p int) string { return m.opts.Store.PartitionDir(db, name, p) }, db, name, n, created, ctype, held)
 }
 
 // openIn is open with the partitions in dir(p).
-func (m *Manager) openIn(dir func(p int) string, db, name string, n int, created time.Time, held []int) (*Version, error) {
+func (m *Manager) openIn(dir func(p int) string, db, name string, n int, created time.Time, ctype string, held []int) (*Version, error) {
 	parts := make([]*table.Partition, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
@@ -302,7 +304,7 @@ func (m *Manager) openIn(dir func(p int) string, db, name string, n int, created
 		}
 		return nil, err
 	}
-	return newVersion(db, name, n, created, parts, m.rep.reports), nil
+	return newVersion(db, name, n, created, ctype, parts, m.rep.reports), nil
 }
 
 // removeVersionLocked stops serving a loaded version and deletes it, in

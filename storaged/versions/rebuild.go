@@ -110,7 +110,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 	case <-vs.durable: // its first load may still be writing its manifest
 	case <-ctx.Done():
 	}
-	nNow, err := loader.NumPartitions(rb.files)
+	nNow, err := loader.NumPartitions(rb.files, m.formats(db))
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
 	}
@@ -233,12 +233,16 @@ func (m *Manager) buildBeside(ctx context.Context, db, name string, files []sour
 	if err := res.Sync(); err != nil {
 		return nil, localErr(err)
 	}
+	layout, err := loader.Detect(files, lopts.Formats)
+	if err != nil {
+		return nil, err
+	}
 	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files,
-		Created: created, Loaded: m.opts.Now().UTC(), Complete: true}
+		Created: created, Loaded: m.opts.Now().UTC(), Complete: true, ContentType: layout.ContentType}
 	if err := st.WriteRebuildManifest(man); err != nil {
 		return nil, localErr(err)
 	}
-	v, err := m.openIn(dir, db, name, n, created, held)
+	v, err := m.openIn(dir, db, name, n, created, layout.ContentType, held)
 	if err != nil {
 		return nil, localErr(err)
 	}

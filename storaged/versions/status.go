@@ -101,7 +101,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		}
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
-				NumPartitions: numPartitions(vs.files), Partitions: []int{},
+				NumPartitions: numPartitions(vs.files, m.formatsLocked(name)), Partitions: []int{},
 				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated, Progress: progressOf(vs, now)}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
@@ -134,7 +134,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				ds.Versions[vname] = st
 			} else {
 				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
-					NumPartitions: numPartitions(w.files), Partitions: []int{}}
+					NumPartitions: numPartitions(w.files, m.formatsLocked(name)), Partitions: []int{}}
 			}
 		}
 		out[name] = ds
@@ -228,8 +228,8 @@ func (m *metrics) setStates(counts map[string]float64) {
 
 // numPartitions is the partition count of a version's files, 0 when they
 // do not make a version (the reason says why).
-func numPartitions(files []source.File) int {
-	n, err := loader.NumPartitions(files)
+func numPartitions(files []source.File, formats []loader.Format) int {
+	n, err := loader.NumPartitions(files, formats)
 	if err != nil {
 		return 0
 	}
