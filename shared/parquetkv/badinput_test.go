@@ -174,7 +174,7 @@ func TestBadInputList(t *testing.T) {
 				bomb[at+i] = b
 			}
 			_, err = readAll(t, "bomb.parquet", bomb, DefaultFormat())
-			wantErr(t, err, "bomb.parquet", "row group 0")
+			wantErr(t, err, "bomb.parquet", "row group 0", "decompress")
 		})
 	}
 	sc := arrow.NewSchema([]arrow.Field{
