@@ -153,7 +153,7 @@ func TestScenarios(t *testing.T) {
 		extra = strings.Split(files, ",")
 	}
 	c, err := framework.Up(ctx, framework.Options{Initial: dataset.Spec{Version: s.current},
-		Also: []dataset.Spec{{DB: sparkeyDB, Version: sparkeyVersion, Sparkey: true}, {DB: parquetDB, Version: parquetVersion, Parquet: true}},
+		Also:       []dataset.Spec{{DB: sparkeyDB, Version: sparkeyVersion, Sparkey: true}, {DB: parquetDB, Version: parquetVersion, Parquet: true}},
 		ExtraFiles: extra, Logf: t.Logf})
 	if err != nil {
 		s.rep.add(row{name: "1 cold start", note: "compose up failed"})
