@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,7 +67,10 @@ func writeParquet(path, version string, keys []int) (err error) {
 		}
 	}()
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(4096))
-	w, err := pqarrow.NewFileWriter(parquetSchema, f, props, pqarrow.DefaultWriterProps())
+	// The writer closes a sink that is an io.Closer; the file is closed
+	// here, after the buffer is flushed.
+	bw := bufio.NewWriter(f)
+	w, err := pqarrow.NewFileWriter(parquetSchema, bw, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return fmt.Errorf("dataset: %s: %w", path, err)
 	}
@@ -88,6 +92,9 @@ func writeParquet(path, version string, keys []int) (err error) {
 		return fmt.Errorf("dataset: %s: %w", path, err)
 	}
 	if err := w.Close(); err != nil {
+		return fmt.Errorf("dataset: %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("dataset: %s: %w", path, err)
 	}
 	return nil
