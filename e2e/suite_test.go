@@ -192,7 +192,7 @@ func TestScenarios(t *testing.T) {
 		{"9-s3-outage", "9 S3 down 30 s", s.s3Outage},
 		{"10-sparkey-db", "10 Sparkey db beside", s.sparkeyDB},
 		{"11-rolling-rewrite", "11 rolling rewrite", s.rollingRewrite},
-		{"12-parquet-db", "12 Parquet db (JSON) beside", s.parquetDB},
+		{"12-parquet-db", "12 Parquet db beside", s.parquetDB},
 	}
 	for _, sc := range scenarios {
 		s.scenario(t, sc.name, sc.label, true, func(t *testing.T, r *row) { sc.run(t, ctx, r) })
