@@ -50,8 +50,11 @@ $(DEMO_DATA)/e2e/v0001:
 $(DEMO_DATA)/e2e-sparkey/v0001:
 	$(GO) run ./e2e/gendata -out $(DEMO_DATA) -db e2e-sparkey -version v0001 -sparkey
 
+$(DEMO_DATA)/e2e-parquet/v0001:
+	$(GO) run ./e2e/gendata -out $(DEMO_DATA) -db e2e-parquet -version v0001 -parquet
+
 # The demo cluster on 127.0.0.1:9590 (routerd) and :9601-9603 (storaged).
-up: images $(DEMO_DATA)/e2e/v0001 $(DEMO_DATA)/e2e-sparkey/v0001
+up: images $(DEMO_DATA)/e2e/v0001 $(DEMO_DATA)/e2e-sparkey/v0001 $(DEMO_DATA)/e2e-parquet/v0001
 	$(COMPOSE_RUN) up -d
 	@echo "spangle: waiting for routerd to serve on http://127.0.0.1:9590 ..."
 	@for i in $$(seq 1 120); do \

@@ -153,7 +153,8 @@ func TestScenarios(t *testing.T) {
 		extra = strings.Split(files, ",")
 	}
 	c, err := framework.Up(ctx, framework.Options{Initial: dataset.Spec{Version: s.current},
-		Also: []dataset.Spec{{DB: sparkeyDB, Version: sparkeyVersion, Sparkey: true}}, ExtraFiles: extra, Logf: t.Logf})
+		Also:       []dataset.Spec{{DB: sparkeyDB, Version: sparkeyVersion, Sparkey: true}, {DB: parquetDB, Version: parquetVersion, Parquet: true}},
+		ExtraFiles: extra, Logf: t.Logf})
 	if err != nil {
 		s.rep.add(row{name: "1 cold start", note: "compose up failed"})
 		t.Fatal(err)
@@ -191,6 +192,7 @@ func TestScenarios(t *testing.T) {
 		{"9-s3-outage", "9 S3 down 30 s", s.s3Outage},
 		{"10-sparkey-db", "10 Sparkey db beside", s.sparkeyDB},
 		{"11-rolling-rewrite", "11 rolling rewrite", s.rollingRewrite},
+		{"12-parquet-db", "12 Parquet db beside", s.parquetDB},
 		{"13-no-zk-credential", "13 no ZK credential", s.noZKCredential},
 	}
 	for _, sc := range scenarios {

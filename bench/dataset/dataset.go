@@ -46,7 +46,10 @@ type Options struct {
 	// Format is FormatSequenceFile (the default) or FormatSparkey: a
 	// Sparkey pair part-NNNNN.spl and .spi.sz per partition, the log in
 	// Snappy blocks of 4 KiB, as sequins jobs write them (Compression
-	// and Codec do not apply).
+	// and Codec do not apply); or FormatParquet (columns key and value)
+	// or FormatParquetFeatures (a key and eleven feature columns, served
+	// as JSON by the _FORMAT written beside the version), Snappy, as
+	// Spark writes them.
 	Format string
 }
 
@@ -54,6 +57,11 @@ type Options struct {
 const (
 	FormatSequenceFile = ""
 	FormatSparkey      = "sparkey"
+	// FormatParquet is a string key and a binary value of ValueSize.
+	FormatParquet = "parquet"
+	// FormatParquetFeatures is a 12-column feature table: ints, floats,
+	// strings, a timestamp and a list (ValueSize does not apply).
+	FormatParquetFeatures = "parquet-features"
 )
 
 func (o *Options) defaults() {
@@ -136,8 +144,11 @@ func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 	ds := &Dataset{Root: root, Options: o}
 	for f := 0; f < o.Files; f++ {
 		name := fmt.Sprintf("part-%05d", f)
-		if o.Format == FormatSparkey {
+		switch o.Format {
+		case FormatSparkey:
 			name += ".spl"
+		case FormatParquet, FormatParquetFeatures:
+			name += "-c000.snappy.parquet"
 		}
 		ds.Files = append(ds.Files, filepath.Join(dir, name))
 	}
@@ -148,9 +159,12 @@ func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if o.Format == FormatSparkey {
+			switch o.Format {
+			case FormatSparkey:
 				sizes[f], errs[f] = writeSparkey(ctx, ds.Files[f], f, o)
-			} else {
+			case FormatParquet, FormatParquetFeatures:
+				sizes[f], errs[f] = writeParquet(ctx, ds.Files[f], f, o)
+			default:
 				sizes[f], errs[f] = writeFile(ctx, ds.Files[f], f, o)
 			}
 		}()
@@ -161,6 +175,9 @@ func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 	}
 	for _, s := range sizes {
 		ds.Bytes += s
+	}
+	if err := writeFormatMarker(root, o); err != nil {
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644); err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)

@@ -56,7 +56,7 @@ type Options struct {
 	// Keep leaves the temporary dir (dataset, stores, logs) behind.
 	Keep bool
 	// Sections, when not empty, runs only the sections named: "load",
-	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "tls".
+	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "parquet", "tls".
 	// Default all.
 	Sections []string
 	// Logger reports progress; default a no-op logger.
@@ -182,6 +182,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if b.runs("sparkey") {
 		b.sparkeySection(ctx)
+	}
+	if b.runs("parquet") {
+		b.parquetSection(ctx)
 	}
 	if b.runs("s3") {
 		b.s3Section(ctx, primary)

@@ -49,6 +49,11 @@ type Spec struct {
 	// part-NNNNN.spi.sz, the log in Snappy blocks), as a sequins job
 	// would, instead of SequenceFiles.
 	Sparkey bool
+	// Parquet writes the version as Parquet files as Spark writes them
+	// (part-NNNNN-...-c000.snappy.parquet, keys spread round-robin, not
+	// pre-sharded), with the db's _FORMAT: values are the rows as JSON
+	// (ParquetValue).
+	Parquet bool
 }
 
 func (s *Spec) fill() error {
@@ -61,7 +66,7 @@ func (s *Spec) fill() error {
 	if s.Partitions == 0 {
 		s.Partitions = DefaultPartitions
 	}
-	if s.Version == "" || s.Keys < 0 || s.Partitions < 1 {
+	if s.Version == "" || s.Keys < 0 || s.Partitions < 1 || s.Parquet && (s.Sparkey || s.Corrupt) {
 		return fmt.Errorf("dataset: bad spec %+v", *s)
 	}
 	return nil
@@ -101,6 +106,9 @@ func Write(root string, s Spec) (string, error) {
 }
 
 func writeFiles(dir string, s Spec) error {
+	if s.Parquet {
+		return writeParquetFiles(dir, s)
+	}
 	byPart := make([][]int, s.Partitions)
 	for i := 0; i < s.Keys; i++ {
 		p := hashring.Partition([]byte(Key(i)), s.Partitions)

@@ -1,6 +1,7 @@
 // Command gendata writes the generated database that `make up` serves and
 // the e2e scenarios check: Hadoop SequenceFiles (or, with -sparkey,
-// Sparkey pairs), pre-sharded, with values that name their version and key
+// Sparkey pairs), pre-sharded, or with -parquet Parquet files served as
+// JSON, with values that name their version and key
 // (see spangle/e2e/dataset).
 package main
 
@@ -19,12 +20,13 @@ func main() {
 	keys := flag.Int("keys", dataset.DefaultKeys, "number of keys")
 	parts := flag.Int("partitions", dataset.DefaultPartitions, "number of data files (partitions)")
 	spk := flag.Bool("sparkey", false, "write Sparkey pairs (.spl and .spi.sz) instead of SequenceFiles")
+	pq := flag.Bool("parquet", false, "write Parquet files, served as JSON by the _FORMAT written beside them, instead of SequenceFiles")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	dir, err := dataset.Write(*out, dataset.Spec{DB: *db, Version: *version, Keys: *keys, Partitions: *parts, Sparkey: *spk})
+	dir, err := dataset.Write(*out, dataset.Spec{DB: *db, Version: *version, Keys: *keys, Partitions: *parts, Sparkey: *spk, Parquet: *pq})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendata:", err)
 		os.Exit(1)

@@ -7,8 +7,11 @@ import (
 	"io"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/zstd"
 )
@@ -128,4 +131,79 @@ func TestIOErrorIsNotCorrupt(t *testing.T) {
 	if err := r.Err(); !errors.Is(err, errDisk) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("err %v: want the disk error, not ErrCorrupt", err)
 	}
+}
+
+// TestBadInputList covers, in files, the issue's list of bad input that
+// TestBadInput and TestKeys do not: a page whose header claims far fewer
+// uncompressed bytes than its data holds, for each bounded codec, and a
+// key column of a type that cannot be a key (a float, a list, INT96). Each
+// fails with the file's name and a reason, wrapping ErrCorrupt.
+func TestBadInputList(t *testing.T) {
+	for _, codec := range []compress.Compression{compress.Codecs.Snappy, compress.Codecs.Zstd, compress.Codecs.Gzip} {
+		t.Run("page bigger than claimed/"+codec.String(), func(t *testing.T) {
+			good := kvFile(t, 3000, parquet.WithCompression(codec), parquet.WithDictionaryDefault(false))
+			pf, err := file.NewParquetReader(bytes.NewReader(good))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := pf.MetaData().RowGroup(0).ColumnChunk(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := int(cc.DataPageOffset())
+			// The page header starts with field 1 (type DATA_PAGE, 0) and
+			// field 2, the uncompressed size, as compact-Thrift i32s.
+			if good[off] != 0x15 || good[off+1] != 0x00 || good[off+2] != 0x15 {
+				t.Fatalf("page header at %d starts % x", off, good[off:off+4])
+			}
+			at := off + 3
+			n := 1
+			for good[at+n-1]&0x80 != 0 {
+				n++
+			}
+			bomb := bytes.Clone(good)
+			// Claim 16 bytes, written in the same n bytes (a varint may
+			// carry zero groups), so the rest of the header is unmoved.
+			v := uint64(32) // zigzag(16)
+			for i := 0; i < n; i++ {
+				b := byte(v & 0x7f)
+				v >>= 7
+				if i < n-1 {
+					b |= 0x80
+				}
+				bomb[at+i] = b
+			}
+			_, err = readAll(t, "bomb.parquet", bomb, DefaultFormat())
+			wantErr(t, err, "bomb.parquet", "row group 0", "decompress")
+		})
+	}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean},
+		{Name: "payload", Type: arrow.BinaryTypes.Binary},
+	}, nil)
+	data := writeParquet(t, sc, 1, func(b *array.RecordBuilder, _ int) {
+		for i := 0; i < 5; i++ {
+			b.Field(0).(*array.Float64Builder).Append(float64(i))
+			b.Field(1).(*array.ListBuilder).Append(true)
+			b.Field(1).(*array.ListBuilder).ValueBuilder().(*array.Int64Builder).Append(int64(i))
+			b.Field(2).(*array.BooleanBuilder).Append(i%2 == 0)
+			b.Field(3).(*array.BinaryBuilder).Append([]byte{byte(i)})
+		}
+	})
+	for _, c := range []struct {
+		key   string
+		words []string
+	}{
+		{"f", []string{"key column f is float64", "a key must be a string, binary or integer column"}},
+		{"l", []string{`key column "l"`}},
+		{"b", []string{"key column b is bool"}},
+	} {
+		_, err := readAll(t, "keytype.parquet", data, Format{KeyColumn: c.key, ValueColumn: "payload", Duplicates: DuplicatesError})
+		wantErr(t, err, append(c.words, "keytype.parquet")...)
+	}
+	// Spark's INT96 timestamps cannot be keys either.
+	_, err := readAll(t, "int96.parquet", testFile(t, "int96_from_spark.parquet"), Format{KeyColumn: "a", Duplicates: DuplicatesError})
+	wantErr(t, err, "int96.parquet", "key column a", "a key must be a string, binary or integer column")
 }

@@ -78,6 +78,9 @@ type Opened struct {
 	Parts   []*table.Partition // by partition; nil when not held
 	N       int                // the version's partition count
 	Created time.Time          // when the source version was written
+	// ContentType, when set, is the Content-Type of the version's values
+	// (a Parquet db's JSON, or its _FORMAT's content_type).
+	ContentType string
 	// Pending, for a version built now (nil when reused), is what
 	// remains to make it durable: Sync, then Complete.
 	Pending *Pending
@@ -94,8 +97,15 @@ type Pending struct {
 // builder's, with db's _FORMAT for Parquet.
 func (b *Builder) LoaderOptions(db string) loader.Options {
 	lopts := b.opts.Loader
-	lopts.Formats = loader.WithParquet(lopts.Formats, b.opts.Format(db))
+	lopts.Formats = b.Formats(db)
 	return lopts
+}
+
+// Formats returns the input formats of db's versions: the loader's, with
+// a Parquet format mapping columns (and counting partitions) as db's
+// _FORMAT says.
+func (b *Builder) Formats(db string) []loader.Format {
+	return loader.WithParquet(b.opts.Loader.Formats, b.opts.Format(db))
 }
 
 // Build returns the opened version, reusing a complete local copy that
@@ -104,14 +114,17 @@ func (b *Builder) LoaderOptions(db string) loader.Options {
 // rest is built from the source, with prog counting what it reads.
 func (b *Builder) Build(ctx context.Context, db, name string, files []source.File, held []int, prog *loader.Progress) (Opened, error) {
 	st := b.opts.Store
-	n, err := loader.NumPartitions(files)
+	lopts := b.LoaderOptions(db)
+	layout, err := loader.Detect(files, lopts.Formats)
 	if err != nil {
 		return Opened{}, fmt.Errorf("versions: %s/%s: %w", db, name, err)
 	}
+	n, ctype := layout.Partitions, layout.ContentType
 	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) && man.NumPartitions == n {
 		parts, err := b.Open(func(p int) string { return st.PartitionDir(db, name, p) }, n, held)
 		if err == nil {
-			return Opened{Parts: parts, N: n, Created: man.Created}, nil
+			// Its values were built as the marker said then.
+			return Opened{Parts: parts, N: n, Created: man.Created, ContentType: man.ContentType}, nil
 		}
 		b.log.Warn("local copy unreadable; loading again", zap.String("db", db), zap.String("version", name), zap.Error(err))
 	}
@@ -120,7 +133,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 		return Opened{}, LocalErr(err)
 	}
 	created := newest(files)
-	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files, Created: created}
+	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files, Created: created, ContentType: ctype}
 	if err := st.WriteManifest(man); err != nil {
 		return Opened{}, LocalErr(err)
 	}
@@ -134,7 +147,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 			Source: b.opts.Source, DB: db, Version: name, Files: files, Held: rest,
 			Dir:      func(p int) string { return st.PartitionDir(db, name, p) },
 			Progress: prog,
-		}, b.LoaderOptions(db))
+		}, lopts)
 		if err != nil {
 			return Opened{}, err
 		}
@@ -144,7 +157,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 	if err != nil {
 		return Opened{}, LocalErr(err)
 	}
-	return Opened{Parts: parts, N: n, Created: created, Pending: &Pending{Result: res, Manifest: man}}, nil
+	return Opened{Parts: parts, N: n, Created: created, ContentType: ctype, Pending: &Pending{Result: res, Manifest: man}}, nil
 }
 
 // newest is the latest modification time of files: when the version was

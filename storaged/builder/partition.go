@@ -65,9 +65,14 @@ func (b *Builder) BuildBeside(ctx context.Context, db, name string, files []sour
 	}
 	created := newest(files)
 	dir := func(p int) string { return st.RebuildPartitionDir(db, name, p) }
+	lopts := b.LoaderOptions(db)
+	layout, err := loader.Detect(files, lopts.Formats)
+	if err != nil {
+		return Opened{}, err
+	}
 	res, err := loader.Load(ctx, loader.Request{
 		Source: b.opts.Source, DB: db, Version: name, Files: files, Held: held, Dir: dir,
-	}, b.LoaderOptions(db))
+	}, lopts)
 	if err != nil {
 		return Opened{}, err
 	}
@@ -77,7 +82,7 @@ func (b *Builder) BuildBeside(ctx context.Context, db, name string, files []sour
 		return Opened{}, LocalErr(err)
 	}
 	man := store.Manifest{DB: db, Version: name, NumPartitions: n, Partitions: held, Files: files,
-		Created: created, Loaded: loaded, Complete: true}
+		Created: created, Loaded: loaded, Complete: true, ContentType: layout.ContentType}
 	if err := st.WriteRebuildManifest(man); err != nil {
 		return Opened{}, LocalErr(err)
 	}
@@ -85,5 +90,5 @@ func (b *Builder) BuildBeside(ctx context.Context, db, name string, files []sour
 	if err != nil {
 		return Opened{}, LocalErr(err)
 	}
-	return Opened{Parts: parts, N: n, Created: created}, nil
+	return Opened{Parts: parts, N: n, Created: created, ContentType: layout.ContentType}, nil
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,9 @@ func parquetScenario(t *testing.T, n *node, root string) {
 	if code, body, ver, err := n.get(parquetDB, "7"); err != nil || code != 200 || body != want || ver != "v1" {
 		t.Fatalf("GET pq/7: %d %q %s %v; want %s", code, body, ver, err, want)
 	}
+	if _, _, ctype, err := getContentType(n, parquetDB, "7"); err != nil || ctype != parquetkv.ContentTypeJSON {
+		t.Fatalf("GET pq/7: Content-Type %q, %v; want JSON's", ctype, err)
+	}
 
 	writeParquetFormat(t, root, "key_column = \"id\"\nvalue_colum = \"x\"\n")
 	writeParquetDB(t, root, "v2", "alltypes_plain.parquet")
@@ -81,6 +85,65 @@ func parquetScenario(t *testing.T, n *node, root string) {
 	}
 	if code, body, _, err := n.get(parquetDB, "6"); err != nil || code != 200 || body != "0" {
 		t.Fatalf("GET pq/6 while v3 failed: %d %q %v", code, body, err)
+	}
+
+	// v4 holds every row twice, in two files: by default the version
+	// fails, naming a key and both files, and v2 serves on.
+	writeParquetFormat(t, root, "key_column = \"id\"\nvalue_column = \"string_col\"\n")
+	v4 := filepath.Join(root, parquetDB, "v4")
+	if err := os.MkdirAll(v4, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"part-00000-5f2a-c000.snappy.parquet", "part-00001-5f2a-c000.snappy.parquet"} {
+		copyFile(t, filepath.Join(testutil.TestData(t), "parquet", "alltypes_plain.parquet"), filepath.Join(v4, name))
+	}
+	if err := os.WriteFile(filepath.Join(v4, "_SUCCESS"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "v4 in ERROR", func() bool {
+		h := n.healthz()[parquetDB]["v4"]
+		reason = h.Reason
+		return h.State == wire.StateError
+	})
+	if !strings.Contains(reason, "duplicate key") || !strings.Contains(reason, "part-00000-5f2a-c000.snappy.parquet record") ||
+		!strings.Contains(reason, "part-00001-5f2a-c000.snappy.parquet record") {
+		t.Errorf("reason %q: want the duplicate key and both files", reason)
+	}
+	if code, body, ver, err := n.get(parquetDB, "6"); err != nil || code != 200 || body != "0" || ver != "v2" {
+		t.Fatalf("GET pq/6 while v4 failed: %d %q %s %v", code, body, ver, err)
+	}
+	// A marker that says which row wins loads the failed version again,
+	// with the partition count and the content type it names.
+	writeParquetFormat(t, root, "key_column = \"id\"\nvalue_column = \"string_col\"\nduplicates = \"last\"\npartitions = 3\ncontent_type = \"text/plain; charset=utf-8\"\n")
+	waitActive(t, 2*time.Minute, parquetDB, "v4", n)
+	if code, body, ctype, err := getContentType(n, parquetDB, "6"); err != nil || code != 200 || body != "0" || ctype != "text/plain; charset=utf-8" {
+		t.Fatalf("GET pq/6 from v4: %d %q %q %v", code, body, ctype, err)
+	}
+	if st, err := n.status(); err != nil || st.DBs[parquetDB].Versions["v4"].NumPartitions != 3 {
+		t.Fatalf("v4's partitions: %v", err)
+	}
+}
+
+// getContentType GETs db/key and returns the status, body and
+// Content-Type.
+func getContentType(n *node, db, key string) (int, string, string, error) {
+	resp, err := client.Get("http://" + n.addr + "/" + db + "/" + key)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header.Get("Content-Type"), err
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

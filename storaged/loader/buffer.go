@@ -2,6 +2,7 @@ package loader
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"sync"
@@ -21,19 +22,25 @@ type entry struct {
 }
 
 // buffer holds one partition's records for the general path. Records are
-// copied into large chunks ([klen uvarint][vlen uvarint][key][value]) so
-// that the garbage collector sees few objects. add is safe for concurrent
-// use; take, sort and record are used by one goroutine.
+// copied into large chunks ([klen uvarint][vlen uvarint][key][value], and
+// with ords the record's ordinal, 8 bytes) so that the garbage collector
+// sees few objects. add is safe for concurrent use; take, sort and record
+// are used by one goroutine.
 type buffer struct {
-	mu      sync.Mutex // guards all fields during add and take
+	// ords is set when records carry their ordinal (a load that resolves
+	// duplicate keys); fixed at creation.
+	ords bool
+
+	mu      sync.Mutex // guards the fields below during add and take
 	chunks  [][]byte
 	entries []entry
 	bytes   int64
 }
 
-// add copies a record in and returns the bytes it took.
-func (b *buffer) add(key, val []byte) int64 {
-	need := 2*binary.MaxVarintLen32 + len(key) + len(val)
+// add copies a record in and returns the bytes it took. ord is kept only
+// when b.ords is set.
+func (b *buffer) add(key, val []byte, ord uint64) int64 {
+	need := 2*binary.MaxVarintLen32 + len(key) + len(val) + 8
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	last := len(b.chunks) - 1
@@ -47,6 +54,9 @@ func (b *buffer) add(key, val []byte) int64 {
 	c = binary.AppendUvarint(c, uint64(len(val)))
 	c = append(c, key...)
 	c = append(c, val...)
+	if b.ords {
+		c = binary.BigEndian.AppendUint64(c, ord)
+	}
 	b.chunks[last] = c
 	b.entries = append(b.entries, entry{prefix: table.KeyPrefix(key), chunk: uint32(last), off: uint32(off)})
 	n := int64(len(c)-off) + 16
@@ -58,7 +68,7 @@ func (b *buffer) add(key, val []byte) int64 {
 func (b *buffer) take() *buffer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := &buffer{chunks: b.chunks, entries: b.entries, bytes: b.bytes}
+	out := &buffer{ords: b.ords, chunks: b.chunks, entries: b.entries, bytes: b.bytes}
 	b.chunks, b.entries, b.bytes = nil, nil, 0
 	return out
 }
@@ -73,6 +83,15 @@ func (b *buffer) record(i int) (key, val []byte) {
 	return c[:kl:kl], c[kl : kl+vl : kl+vl]
 }
 
+// ordOf returns the ordinal of a record of a buffer with ords.
+func (b *buffer) ordOf(e entry) uint64 {
+	c := b.chunks[e.chunk][e.off:]
+	kl, n1 := binary.Uvarint(c)
+	vl, n2 := binary.Uvarint(c[n1:])
+	at := n1 + n2 + int(kl) + int(vl)
+	return binary.BigEndian.Uint64(c[at : at+8])
+}
+
 func (b *buffer) keyOf(e entry) []byte {
 	c := b.chunks[e.chunk][e.off:]
 	kl, n1 := binary.Uvarint(c)
@@ -80,7 +99,7 @@ func (b *buffer) keyOf(e entry) []byte {
 	return c[n1+n2 : n1+n2+int(kl)]
 }
 
-// sort orders the entries by key.
+// sort orders the entries by key, and with ords equal keys by ordinal.
 func (b *buffer) sort() {
 	slices.SortFunc(b.entries, func(x, y entry) int {
 		if x.prefix != y.prefix {
@@ -89,6 +108,9 @@ func (b *buffer) sort() {
 			}
 			return 1
 		}
-		return bytes.Compare(b.keyOf(x), b.keyOf(y))
+		if c := bytes.Compare(b.keyOf(x), b.keyOf(y)); c != 0 || !b.ords {
+			return c
+		}
+		return cmp.Compare(b.ordOf(x), b.ordOf(y))
 	})
 }

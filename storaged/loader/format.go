@@ -65,8 +65,15 @@ type Layout struct {
 	Format Format
 	// Partitions is N: keys belong to hashring.Partition(key, N).
 	Partitions int
-	// Units are read in parallel, each by one goroutine.
+	// Units are read in parallel, each by one goroutine. When Duplicates
+	// is not DuplicatesAny, their order is the order "first" and "last"
+	// mean (Parquet: by file name).
 	Units []Unit
+	// Duplicates is what a key held by two records does.
+	Duplicates Duplicates
+	// ContentType, when set, is the Content-Type of the version's values;
+	// empty leaves it to the node's setting.
+	ContentType string
 }
 
 // Unit is what one reader reads: one data file, or a Sparkey log with
@@ -155,9 +162,11 @@ func Detect(files []source.File, formats []Format) (Layout, error) {
 }
 
 // NumPartitions returns the partition count of a version listing files,
-// in the default formats: what every node and the coordinator agree on.
-func NumPartitions(files []source.File) (int, error) {
-	l, err := Detect(files, nil)
+// in formats (nil: the default formats; a db with a _FORMAT marker passes
+// WithParquet's): what every node and the coordinator agree on, since
+// every node reads the same marker.
+func NumPartitions(files []source.File, formats []Format) (int, error) {
+	l, err := Detect(files, formats)
 	if err != nil {
 		return 0, err
 	}

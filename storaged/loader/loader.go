@@ -79,6 +79,9 @@ type Result struct {
 	FastFiles int
 	// Runs counts the sorted runs written.
 	Runs int64
+	// Duplicates counts the records left out because an earlier or later
+	// record held the same key (Layout.Duplicates first or last).
+	Duplicates int64
 
 	built []*table.PartitionBuilder
 }
@@ -114,10 +117,18 @@ type loadState struct {
 	builders []*table.PartitionBuilder // by partition; nil if not held
 	buffers  []*buffer                 // by partition; nil if not held
 	buffered atomic.Int64              // bytes in buffers
-	spillMu  sync.Mutex                // one spill at a time
-	records  atomic.Int64
-	runs     atomic.Int64
-	fast     atomic.Int64
+	spillMu  sync.Mutex                // one spill at a time; guards spills
+	// dedup is set when the layout resolves duplicate keys: records carry
+	// their ordinals, no file takes the fast path, and a partition whose
+	// records spill more than once is merged into one run at the end.
+	dedup bool
+	// spills are each partition's spill files (dedup only).
+	spills [][]string
+
+	records    atomic.Int64
+	runs       atomic.Int64
+	fast       atomic.Int64
+	duplicates atomic.Int64
 }
 
 // Load builds the held partitions of a version. On success every held
@@ -154,7 +165,8 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	}
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, layout: layout,
 		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
-		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n)}
+		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n),
+		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n)}
 	for _, p := range held {
 		if p < 0 || p >= n {
 			return Result{}, fmt.Errorf("loader: partition %d out of range [0,%d)", p, n)
@@ -164,7 +176,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 			return Result{}, localErr(err)
 		}
 		st.builders[p] = b
-		st.buffers[p] = &buffer{}
+		st.buffers[p] = &buffer{ords: st.dedup}
 	}
 	// Progress counts the units to be read (those of a partition not held
 	// are not) and their bytes.
@@ -188,7 +200,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Records: st.records.Load(), Bytes: req.Progress.bytesRead.Load(),
-		FastFiles: int(st.fast.Load()), Runs: st.runs.Load()}
+		FastFiles: int(st.fast.Load()), Runs: st.runs.Load(), Duplicates: st.duplicates.Load()}
 	for _, b := range st.builders {
 		if b == nil {
 			continue
@@ -207,15 +219,15 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 func (st *loadState) readFiles() error {
 	ctx, cancel := context.WithCancel(st.ctx)
 	defer cancel()
-	files := make(chan Unit)
+	files := make(chan int)
 	errc := make(chan error, st.opts.Parallel)
 	var wg sync.WaitGroup
 	for i := 0; i < st.opts.Parallel; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for f := range files {
-				if err := st.readFileLimited(ctx, f); err != nil {
+			for i := range files {
+				if err := st.readFileLimited(ctx, i); err != nil {
 					errc <- err
 					cancel()
 					return
@@ -225,12 +237,12 @@ func (st *loadState) readFiles() error {
 	}
 	var err error
 feed:
-	for _, f := range st.layout.Units {
+	for i, f := range st.layout.Units {
 		if f.Partition >= 0 && st.builders[f.Partition] == nil {
 			continue
 		}
 		select {
-		case files <- f:
+		case files <- i:
 		case <-ctx.Done():
 			break feed
 		}
@@ -248,7 +260,7 @@ feed:
 	return nil
 }
 
-func (st *loadState) readFileLimited(ctx context.Context, f Unit) error {
+func (st *loadState) readFileLimited(ctx context.Context, unit int) error {
 	if st.opts.Limit != nil {
 		select {
 		case st.opts.Limit <- struct{}{}:
@@ -257,12 +269,13 @@ func (st *loadState) readFileLimited(ctx context.Context, f Unit) error {
 			return ctx.Err()
 		}
 	}
-	return st.readFile(ctx, f)
+	return st.readFile(ctx, unit)
 }
 
-// readFile loads one unit: the fast path while it holds, then the
-// general path.
-func (st *loadState) readFile(ctx context.Context, u Unit) error {
+// readFile loads one unit, the unit-th of the layout: the fast path while
+// it holds, then the general path.
+func (st *loadState) readFile(ctx context.Context, unit int) error {
+	u := st.layout.Units[unit]
 	r, err := st.layout.Format.Open(ctx, u, st.in)
 	if err != nil {
 		return err
@@ -281,7 +294,7 @@ func (st *loadState) readFile(ctx context.Context, u Unit) error {
 		st.records.Add(count)
 		prog.records.Add(count % recordBatch)
 	}()
-	fast := true
+	fast := !st.dedup
 	spread := false // some record went to a buffer
 	for r.Next() {
 		count++
@@ -322,7 +335,7 @@ func (st *loadState) readFile(ctx context.Context, u Unit) error {
 		}
 		if b := st.buffers[p]; b != nil {
 			spread = true
-			if st.buffered.Add(b.add(key, val)) > st.opts.SpillBytes {
+			if st.buffered.Add(b.add(key, val, ordinal(unit, count))) > st.opts.SpillBytes {
 				if err := st.spill(false); err != nil {
 					return err
 				}
@@ -360,6 +373,71 @@ func (st *loadState) closeRun(run **table.RunWriter) error {
 	return nil
 }
 
+// writeDedupRun writes partition p's one run from b, one record per key.
+func (st *loadState) writeDedupRun(p int, b *buffer) error {
+	b.sort()
+	w, err := st.builders[p].NewRun()
+	if err != nil {
+		return localErr(err)
+	}
+	d := &deduper{st: st, policy: st.layout.Duplicates, emit: func(k, v []byte, _ uint64) error {
+		if err := w.Append(k, v); err != nil {
+			return localErr(err)
+		}
+		return nil
+	}}
+	if err := st.feed(d, b); err != nil {
+		w.Abort()
+		return err
+	}
+	st.duplicates.Add(d.duplicates)
+	st.runs.Add(1)
+	if err := w.Close(); err != nil {
+		return localErr(err)
+	}
+	return nil
+}
+
+// writeSpill writes b as one of partition p's spill files, and when final
+// merges them all into the partition's one run.
+func (st *loadState) writeSpill(p int, b *buffer, final bool) error {
+	if len(b.entries) > 0 {
+		b.sort()
+		w, err := createSpill(st.req.Dir(p), len(st.spills[p]))
+		if err != nil {
+			return err
+		}
+		d := &deduper{st: st, policy: st.layout.Duplicates, emit: w.add}
+		if err := st.feed(d, b); err != nil {
+			w.close()
+			return err
+		}
+		st.duplicates.Add(d.duplicates)
+		name, err := w.close()
+		if err != nil {
+			return err
+		}
+		st.spills[p] = append(st.spills[p], name)
+	}
+	if !final {
+		return nil
+	}
+	names := st.spills[p]
+	st.spills[p] = nil
+	return st.mergeSpills(p, names)
+}
+
+// feed passes b's sorted records to d.
+func (st *loadState) feed(d *deduper, b *buffer) error {
+	for i := range b.entries {
+		k, v := b.record(i)
+		if err := d.add(k, v, b.ordOf(b.entries[i])); err != nil {
+			return err
+		}
+	}
+	return d.flush()
+}
+
 // spill sorts the buffered records of every partition and writes each as a
 // run, partitions in parallel. Unless final, it does nothing when another
 // spill already brought the buffers under budget.
@@ -382,14 +460,21 @@ func (st *loadState) spill(final bool) error {
 	errs := make([]error, st.n)
 	var wg sync.WaitGroup
 	for p, b := range taken {
-		if b == nil || len(b.entries) == 0 {
+		if b == nil || (len(b.entries) == 0 && (!final || len(st.spills[p]) == 0)) {
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[p] = st.writeRun(p, b)
+			switch {
+			case !st.dedup:
+				errs[p] = st.writeRun(p, b)
+			case final && len(st.spills[p]) == 0:
+				errs[p] = st.writeDedupRun(p, b)
+			default:
+				errs[p] = st.writeSpill(p, b, final)
+			}
 		}()
 	}
 	wg.Wait()

@@ -37,7 +37,7 @@ func load(t *testing.T, root, db, version string, held []int, opts Options) (Res
 	if err != nil {
 		return res, nil, err
 	}
-	n, err := NumPartitions(files)
+	n, err := NumPartitions(files, opts.Formats)
 	if err != nil {
 		t.Fatal(err)
 	}

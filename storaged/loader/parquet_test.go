@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"spangle/shared/parquetkv"
 	"spangle/storaged/internal/testutil"
+	"spangle/storaged/table"
 )
 
 // writeParquetVersion writes keys k<i> -> v<i> for i in [0,n), spread
@@ -145,4 +147,182 @@ func contains(s string, words ...string) bool {
 		}
 	}
 	return true
+}
+
+// writeParquetRows writes one Parquet file of (key, value) string rows in
+// root/db/version/name.
+func writeParquetRows(t *testing.T, root, db, version, name string, rows [][2]string) {
+	t.Helper()
+	dir := filepath.Join(root, db, version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "body", Type: arrow.BinaryTypes.String}}, nil)
+	fh, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(sc, fh, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), sc)
+	defer b.Release()
+	for _, r := range rows {
+		b.Field(0).(*array.StringBuilder).Append(r[0])
+		b.Field(1).(*array.StringBuilder).Append(r[1])
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestParquetDuplicates: a key in two rows fails the version by default,
+// naming the key and both rows' files; "first" and "last" keep the row
+// first or last by file name, then row, within a file and across files,
+// whether the partition's records fit one buffer or are merged from
+// several spills.
+func TestParquetDuplicates(t *testing.T) {
+	root := t.TempDir()
+	// Files are listed out of name order on purpose: b before a would be
+	// wrong.
+	var a, b [][2]string
+	for i := 0; i < 300; i++ {
+		a = append(a, [2]string{fmt.Sprint("k", i), fmt.Sprint("a", i)})
+		b = append(b, [2]string{fmt.Sprint("k", 1000+i), fmt.Sprint("b", i)})
+	}
+	a[5] = [2]string{"same-file", "a-first"}
+	a[250] = [2]string{"same-file", "a-last"}
+	a[7] = [2]string{"cross", "a-cross"}
+	b[2] = [2]string{"cross", "b-cross"}
+	a[9] = [2]string{"three", "a-three"}
+	b[0] = [2]string{"three", "b-three-1"}
+	b[299] = [2]string{"three", "b-three-2"}
+	writeParquetRows(t, root, "db", "v1", "part-00001-b-c000.parquet", b)
+	writeParquetRows(t, root, "db", "v1", "part-00000-a-c000.parquet", a)
+
+	spec := func(dup string) []Format {
+		f, err := parquetkv.ParseFormat([]byte(fmt.Sprintf("key_column = \"id\"\nvalue_column = \"body\"\nduplicates = %q\n", dup)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return WithParquet(nil, f)
+	}
+	for _, spill := range []int64{0, 2 << 10} {
+		t.Run(fmt.Sprint("spill=", spill), func(t *testing.T) {
+			_, _, err := load(t, root, "db", "v1", nil, Options{Formats: spec("error"), SpillBytes: spill, Parallel: 2})
+			if !errors.Is(err, ErrDuplicateKey) || !contains(err.Error(), "db/v1/part-0000", "duplicates") {
+				t.Fatalf("err %v: want ErrDuplicateKey naming the files", err)
+			}
+			for dup, want := range map[string]map[string]string{
+				"first": {"same-file": "a-first", "cross": "a-cross", "three": "a-three"},
+				"last":  {"same-file": "a-last", "cross": "b-cross", "three": "b-three-2"},
+			} {
+				res, parts, err := load(t, root, "db", "v1", nil, Options{Formats: spec(dup), SpillBytes: spill, Parallel: 2})
+				if err != nil {
+					t.Fatalf("%s: %v", dup, err)
+				}
+				if res.Duplicates != 4 || res.Records != 600 {
+					t.Errorf("%s: %+v: want 600 records, 4 left out", dup, res)
+				}
+				if spill > 0 && res.Runs > int64(len(parts)) {
+					t.Errorf("%s: %d runs for %d partitions: the spills were not merged", dup, res.Runs, len(parts))
+				}
+				for k, v := range want {
+					if got, err := get(parts, []byte(k)); err != nil || string(got) != v {
+						t.Errorf("%s: %s = %q, %v; want %q", dup, k, got, err, v)
+					}
+				}
+				if got, err := get(parts, []byte("k299")); err != nil || string(got) != "a299" {
+					t.Errorf("%s: k299 = %q, %v", dup, got, err)
+				}
+			}
+		})
+	}
+}
+
+// TestParquetSpillsRemoved: a load that merged spills leaves only the
+// partitions' tables behind.
+func TestParquetSpillsRemoved(t *testing.T) {
+	root := t.TempDir()
+	writeParquetVersion(t, root, "db", "v1", 2, 3000)
+	f, _ := parquetkv.ParseFormat([]byte("key_column = \"key\"\nvalue_column = \"value\"\nduplicates = \"last\"\n"))
+	src, files := openVersion(t, root)
+	out := t.TempDir()
+	res, err := Load(context.Background(), Request{Source: src, DB: "db", Version: "v1", Files: files,
+		Dir: func(p int) string { return filepath.Join(out, fmt.Sprint(p)) }},
+		Options{Formats: WithParquet(nil, f), SpillBytes: 4 << 10, Build: table.BuildOptions{NoSync: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 2 || res.Records != 3000 {
+		t.Fatalf("%+v: want one run per partition", res)
+	}
+	left, _ := filepath.Glob(filepath.Join(out, "*", "spill-*"))
+	if len(left) > 0 {
+		t.Fatalf("spill files left: %v", left)
+	}
+}
+
+// TestParquetDuplicateNamesKeyAndRows: the error says which key and the
+// rows of both records, within one file.
+func TestParquetDuplicateNamesKeyAndRows(t *testing.T) {
+	root := t.TempDir()
+	writeParquetRows(t, root, "db", "v1", "part-00000.parquet", [][2]string{{"x", "1"}, {"dup\n", "2"}, {"y", "3"}, {"dup\n", "4"}})
+	f, _ := parquetkv.ParseFormat([]byte("key_column = \"id\"\nvalue_column = \"body\"\n"))
+	_, _, err := load(t, root, "db", "v1", nil, Options{Formats: WithParquet(nil, f)})
+	if !errors.Is(err, ErrDuplicateKey) || !contains(err.Error(), `"dup\n"`, "db/v1/part-00000.parquet record 2", "db/v1/part-00000.parquet record 4") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestParquetPartitionsAndContentType: _FORMAT's partitions sets N
+// whatever the file count; content_type (or JSON) is the layout's.
+func TestParquetPartitionsAndContentType(t *testing.T) {
+	root := t.TempDir()
+	writeParquetVersion(t, root, "db", "v1", 2, 1000)
+	f, err := parquetkv.ParseFormat([]byte("key_column = \"key\"\nvalue_column = \"value\"\npartitions = 5\ncontent_type = \"image/png\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	formats := WithParquet(nil, f)
+	res, parts, err := load(t, root, "db", "v1", nil, Options{Formats: formats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 5 || res.Records != 1000 {
+		t.Fatalf("%d partitions, %+v; want 5", len(parts), res)
+	}
+	for i := 0; i < 1000; i++ {
+		if v, err := get(parts, []byte(fmt.Sprint("k", i))); err != nil || string(v) != fmt.Sprint("v", i) {
+			t.Fatalf("k%d = %q, %v", i, v, err)
+		}
+	}
+	_, files := openVersion(t, root)
+	for _, c := range []struct {
+		marker string
+		n      int
+		ctype  string
+	}{
+		{"key_column = \"key\"\nvalue_column = \"value\"\npartitions = 5\ncontent_type = \"image/png\"\n", 5, "image/png"},
+		{"key_column = \"key\"\nvalue_column = \"value\"\n", 2, ""},
+		{"key_column = \"key\"\n", 2, "application/json"},
+	} {
+		f, err := parquetkv.ParseFormat([]byte(c.marker))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Detect(files, WithParquet(nil, f))
+		if err != nil || l.Partitions != c.n || l.ContentType != c.ctype {
+			t.Errorf("%q: %d partitions, content type %q, %v; want %d, %q", c.marker, l.Partitions, l.ContentType, err, c.n, c.ctype)
+		}
+	}
+	if n, err := NumPartitions(files, nil); err != nil || n != 2 {
+		t.Errorf("without a marker: %d, %v", n, err)
+	}
 }

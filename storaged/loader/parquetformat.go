@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"spangle/shared/parquetkv"
@@ -17,9 +18,11 @@ import (
 const parquetSuffix = ".parquet"
 
 // ParquetFormat reads Parquet files: one row per key, the columns mapped
-// as Spec (the db's _FORMAT, or parquetkv.DefaultFormat) says. N is the
-// number of data files, and keys go to their partitions whatever file
-// holds them, as for SequenceFiles that are not pre-sharded.
+// as Spec (the db's _FORMAT, or parquetkv.DefaultFormat) says. N is
+// Spec.Partitions when set, else the number of data files, and keys go to
+// their partitions whatever file holds them, as for SequenceFiles that
+// are not pre-sharded. A key in two rows is resolved as Spec.Duplicates
+// says, rows ordered by file name, then by row.
 type ParquetFormat struct {
 	// Spec maps columns to keys and values.
 	Spec parquetkv.Format
@@ -34,11 +37,28 @@ func (ParquetFormat) Name() string { return "Parquet" }
 // Claims implements Format.
 func (ParquetFormat) Claims(name string) bool { return strings.HasSuffix(name, parquetSuffix) }
 
-// Layout implements Format: one unit per file, N the number of files.
-func (ParquetFormat) Layout(files []source.File) (Layout, error) {
+// Layout implements Format: one unit per file, in name order.
+func (p ParquetFormat) Layout(files []source.File) (Layout, error) {
+	files = slices.SortedFunc(slices.Values(files), func(a, b source.File) int { return strings.Compare(a.Name, b.Name) })
 	l := Layout{Partitions: len(files), Units: make([]Unit, len(files))}
+	if p.Spec.Partitions > 0 {
+		l.Partitions = p.Spec.Partitions
+	}
 	for i, f := range files {
 		l.Units[i] = Unit{Files: []source.File{f}, Partition: -1}
+	}
+	switch p.Spec.Duplicates {
+	case parquetkv.DuplicatesFirst:
+		l.Duplicates = DuplicatesFirst
+	case parquetkv.DuplicatesLast:
+		l.Duplicates = DuplicatesLast
+	default:
+		l.Duplicates = DuplicatesError
+	}
+	// A value column with no content_type is served as the node's
+	// setting says; JSON and a set content_type are the db's own.
+	if p.Spec.JSON() || p.Spec.ContentType != "" {
+		l.ContentType = p.Spec.ValueContentType()
 	}
 	return l, nil
 }

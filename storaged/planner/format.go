@@ -36,6 +36,20 @@ func (pl *Planner) formatFor(ctx context.Context, db string, planned []string) [
 	if err != nil {
 		planned = slices.DeleteFunc(slices.Clone(planned), func(v string) bool { return !pl.host.Version(db, v).Any })
 	}
+	changed := pl.takeFormat(db, spec, err)
+	if changed {
+		// A version that failed under the old marker (a duplicate key, a
+		// missing column) may load under the new one: it is tried again.
+		// Called without the planner's lock (the manager's comes first).
+		pl.host.RetryFailed(db)
+	}
+	return planned
+}
+
+// takeFormat records the outcome of reading db's marker: the spec when
+// err is nil, else why it is not followed. It reports whether a marker
+// read well before changed.
+func (pl *Planner) takeFormat(db string, spec parquetkv.Format, err error) (changed bool) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	fs := &pl.dbLocked(db).format
@@ -45,13 +59,14 @@ func (pl *Planner) formatFor(ctx context.Context, db string, planned []string) [
 			pl.log.Error("format marker not followed; what is served stays", zap.String("db", db), zap.Error(err))
 		}
 		fs.err = why
-		return planned
+		return false
 	}
-	if fs.read && !sameFormat(fs.spec, spec) {
+	changed = fs.read && !sameFormat(fs.spec, spec)
+	if changed {
 		pl.log.Info("format marker changed; it applies to versions loaded from now on", zap.String("db", db))
 	}
 	fs.spec, fs.read, fs.err = spec, true, ""
-	return planned
+	return changed
 }
 
 func sameFormat(a, b parquetkv.Format) bool {

@@ -56,6 +56,9 @@ type Host interface {
 	Fail(db, name string, err error)
 	// Rescan asks for a scan in d (or sooner, if one is due sooner).
 	Rescan(d time.Duration)
+	// RetryFailed forgets db's failed versions, so that the scan plans
+	// them again (its _FORMAT changed).
+	RetryFailed(db string)
 }
 
 // Options configures a Planner.

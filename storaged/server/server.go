@@ -232,7 +232,11 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 		return httpError(w, r, http.StatusInternalServerError, "lookup failed")
 	}
 	h["Last-Modified"] = v.HeaderLastModified
-	h["Content-Type"] = s.contentType
+	if v.HeaderContentType != nil {
+		h["Content-Type"] = v.HeaderContentType
+	} else {
+		h["Content-Type"] = s.contentType
+	}
 	h["Content-Length"] = s.contentLength(len(val))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {

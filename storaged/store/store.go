@@ -46,6 +46,9 @@ type Manifest struct {
 	Loaded time.Time `json:"loaded"`
 	// Complete is set once every partition was written and synced.
 	Complete bool `json:"complete"`
+	// ContentType is the Content-Type of the values as they were built
+	// (loader.Layout.ContentType); empty: the node's setting.
+	ContentType string `json:"content_type,omitempty"`
 }
 
 // Matches reports whether a complete local version built from m can serve

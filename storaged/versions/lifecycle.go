@@ -47,7 +47,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	)
 	// The input format of the files says N (a version mixing formats
 	// fails here).
-	n, err := loader.NumPartitions(vs.files)
+	n, err := loader.NumPartitions(vs.files, m.formats(db))
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
 	} else {
@@ -316,5 +316,5 @@ func (m *Manager) Counts() (loaded, reused, failed int64) {
 // newVersion wraps the partitions a build opened in a servable Version,
 // whose lookups report corrupt blocks to storaged/repair.
 func (m *Manager) newVersion(db, name string, o builder.Opened) *Version {
-	return newVersion(db, name, o.N, o.Created, o.Parts, m.rep.Reports())
+	return newVersion(db, name, o.N, o.Created, o.ContentType, o.Parts, m.rep.Reports())
 }

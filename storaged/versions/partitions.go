@@ -62,7 +62,7 @@ const (
 func (v *Version) withPartition(p int, part *table.Partition) *Version {
 	parts := slices.Clone(v.parts)
 	parts[p] = part
-	nv := newVersion(v.DB, v.Name, v.NumPartitions, v.Created, parts, v.reports)
+	nv := newVersion(v.DB, v.Name, v.NumPartitions, v.Created, v.ContentType, parts, v.reports)
 	for i := range v.corrupt {
 		if i != p {
 			nv.corrupt[i].Store(v.corrupt[i].Load())

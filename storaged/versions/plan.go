@@ -64,6 +64,21 @@ func (h plannerHost) Rescan(d time.Duration) {
 	h.m.rescanLocked(d)
 }
 
+func (h plannerHost) RetryFailed(db string) {
+	m := h.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.dbs[db]
+	if d == nil {
+		return
+	}
+	for _, vs := range d.versions {
+		if vs.phase == failed {
+			m.forgetLocked(db, d, vs)
+		}
+	}
+}
+
 // rescanLocked asks for a scan in d (or sooner, if one is due sooner).
 func (m *Manager) rescanLocked(d time.Duration) {
 	at := time.Now().Add(d)
@@ -95,10 +110,17 @@ func (t dbTable) get(db string) *dbState {
 
 // numPartitions is the partition count of a version's files, 0 when they
 // do not make a version (the reason says why).
-func numPartitions(files []source.File) int {
-	n, err := loader.NumPartitions(files)
+func numPartitions(files []source.File, formats []loader.Format) int {
+	n, err := loader.NumPartitions(files, formats)
 	if err != nil {
 		return 0
 	}
 	return n
+}
+
+// formats returns the input formats of db's versions, its _FORMAT
+// applied (storaged/builder). It takes the planner's lock, never the
+// manager's: callers may hold the manager's.
+func (m *Manager) formats(db string) []loader.Format {
+	return m.build.Formats(db)
 }

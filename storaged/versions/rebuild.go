@@ -111,7 +111,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 	case <-vs.durable: // its first load may still be writing its manifest
 	case <-ctx.Done():
 	}
-	nNow, err := loader.NumPartitions(rb.files)
+	nNow, err := loader.NumPartitions(rb.files, m.formats(db))
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
 	}

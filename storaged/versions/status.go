@@ -99,7 +99,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 		}
 		for vname, vs := range d.versions {
 			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
-				NumPartitions: numPartitions(vs.files), Partitions: []int{},
+				NumPartitions: numPartitions(vs.files, m.formats(name)), Partitions: []int{},
 				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated, Progress: progressOf(vs, now)}
 			if vs.v != nil {
 				st.Partitions = vs.v.Held()
@@ -127,7 +127,7 @@ func (m *Manager) Status(db string) map[string]wire.DBStatus {
 				ds.Versions[vname] = st
 			} else {
 				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
-					NumPartitions: numPartitions(s.Files), Partitions: []int{}}
+					NumPartitions: numPartitions(s.Files, m.formats(name)), Partitions: []int{}}
 			}
 		}
 		out[name] = ds

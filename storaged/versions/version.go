@@ -41,6 +41,10 @@ type Version struct {
 	NumPartitions int
 	// Created is when the source version was written; Last-Modified.
 	Created time.Time
+	// ContentType, when set, is the Content-Type of the version's values
+	// (a Parquet db's JSON or its _FORMAT content_type); empty leaves it to
+	// the server's setting.
+	ContentType string
 
 	parts []*table.Partition // by partition; nil when not held
 	held  []int
@@ -53,6 +57,8 @@ type Version struct {
 	// the response header map without allocating.
 	HeaderVersion      []string
 	HeaderLastModified []string
+	// HeaderContentType is ContentType as a header value; nil when unset.
+	HeaderContentType []string
 
 	refs     atomic.Int64
 	closing  atomic.Bool
@@ -60,11 +66,14 @@ type Version struct {
 	lastUsed atomic.Int64 // unix nanos of the last pinned use while not current
 }
 
-func newVersion(db, name string, n int, created time.Time, parts []*table.Partition, reports chan<- repair.Report) *Version {
-	v := &Version{DB: db, Name: name, NumPartitions: n, Created: created, parts: parts,
+func newVersion(db, name string, n int, created time.Time, ctype string, parts []*table.Partition, reports chan<- repair.Report) *Version {
+	v := &Version{DB: db, Name: name, NumPartitions: n, Created: created, ContentType: ctype, parts: parts,
 		corrupt: make([]atomic.Bool, n), reports: reports,
 		HeaderVersion:      []string{name},
 		HeaderLastModified: []string{created.UTC().Format(http.TimeFormat)},
+	}
+	if ctype != "" {
+		v.HeaderContentType = []string{ctype}
 	}
 	for p, part := range parts {
 		if part != nil {

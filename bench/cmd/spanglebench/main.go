@@ -51,7 +51,7 @@ func bench(ctx context.Context, args []string) error {
 	tmp := fs.String("tmp", "", "parent of the run's temporary dir (default the system's)")
 	keep := fs.Bool("keep", false, "keep the temporary dir (dataset, stores, process logs)")
 	stConfig := fs.String("storaged-config", "", "pass --config FILE to every storaged (to compare tunings)")
-	sections := fs.String("sections", "", "comma-separated sections to run: load,storaged,routerd,batch,big,s3,sparkey,tls (default all)")
+	sections := fs.String("sections", "", "comma-separated sections to run: load,storaged,routerd,batch,big,s3,sparkey,parquet,tls (default all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

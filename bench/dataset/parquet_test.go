@@ -1,0 +1,70 @@
+package dataset
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"spangle/shared/hashring"
+	"spangle/shared/parquetkv"
+)
+
+// TestWriteParquet: both Parquet datasets hold every key once, in its
+// partition's file; the key-value one reads with the default columns and
+// the features one, through its _FORMAT, as a JSON object of 11 fields.
+func TestWriteParquet(t *testing.T) {
+	for _, format := range []string{FormatParquet, FormatParquetFeatures} {
+		t.Run(format, func(t *testing.T) {
+			root := t.TempDir()
+			ds, err := Write(context.Background(), root, Options{Keys: 3000, Files: 3, Format: format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := parquetkv.DefaultFormat()
+			if format == FormatParquetFeatures {
+				marker, err := os.ReadFile(filepath.Join(root, DB, parquetkv.FormatFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if spec, err = parquetkv.ParseFormat(marker); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := 0
+			for part, path := range ds.Files {
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, _ := f.Stat()
+				r, err := parquetkv.NewReader(f, st.Size(), path, spec, parquetkv.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r.Next() {
+					n++
+					if p := hashring.Partition(r.Key(), 3); p != part {
+						t.Fatalf("%s in file %d, of partition %d", r.Key(), part, p)
+					}
+					if format == FormatParquet {
+						continue
+					}
+					var row map[string]any
+					if err := json.Unmarshal(r.Value(), &row); err != nil || len(row) != 11 {
+						t.Fatalf("%s: %s: %v", r.Key(), r.Value(), err)
+					}
+				}
+				if err := r.Err(); err != nil {
+					t.Fatal(err)
+				}
+				r.Close()
+				f.Close()
+			}
+			if n != 3000 {
+				t.Fatalf("%d rows", n)
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"spangle/bench/dataset"
+	"spangle/bench/proc"
+	"spangle/bench/report"
+	"spangle/bench/stats"
+)
+
+// Targets of issue 30 for Parquet input, against the same keys as
+// uncompressed SequenceFiles.
+const (
+	parquetLoadRatioTarget = 2.0 // key + 100-byte binary value, Snappy: load time, at most
+	featureLoadRatioTarget = 3.0 // 12-column feature table as JSON: load time, at most
+	featureGetRatioTarget  = 0.9 // its GET throughput against the binary-value db's, at least
+)
+
+// parquetSection writes the dataset's keys as uncompressed SequenceFiles,
+// as Parquet (a string key and a 100-byte binary value, Snappy) and as a
+// 12-column Parquet feature table served as JSON; loads the three
+// alternately (storaged start to ACTIVE); then compares GET throughput
+// of the feature db with the SequenceFile db's.
+func (b *bench) parquetSection(ctx context.Context) {
+	kvMetric := fmt.Sprintf("load %s keys from Parquet (key + 100-byte value, Snappy): storaged start to ACTIVE", count(b.o.Keys))
+	ftMetric := fmt.Sprintf("load %s rows of a 12-column Parquet feature table as JSON: storaged start to ACTIVE", count(b.o.Keys))
+	seq, err := b.writeDataset(ctx, "src-parquet-seq", b.o.Keys, false)
+	if err != nil {
+		b.failed(kvMetric, err)
+		return
+	}
+	defer os.RemoveAll(seq.Root)
+	write := func(name, format string) (*dataset.Dataset, error) {
+		root := filepath.Join(b.tmp, name)
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		ds, err := dataset.Write(ctx, root, dataset.Options{Keys: b.o.Keys, Format: format})
+		if err != nil {
+			os.RemoveAll(root)
+			return nil, err
+		}
+		b.log.Info("Parquet dataset written", zap.String("dir", root), zap.String("format", format),
+			zap.Int64("bytes", ds.Bytes), zap.Duration("took", time.Since(t0)))
+		return ds, nil
+	}
+	kv, err := write("src-parquet", dataset.FormatParquet)
+	if err != nil {
+		b.failed(kvMetric, err)
+		return
+	}
+	defer os.RemoveAll(kv.Root)
+	ft, err := write("src-parquet-features", dataset.FormatParquetFeatures)
+	if err != nil {
+		b.failed(ftMetric, err)
+		return
+	}
+	defer os.RemoveAll(ft.Root)
+
+	took := map[*dataset.Dataset][]float64{}
+	peak := map[*dataset.Dataset][]float64{}
+	all := []*dataset.Dataset{seq, kv, ft}
+	for r := 0; r < b.o.Rounds && ctx.Err() == nil; r++ {
+		for i := range all {
+			ds := all[(i+r)%len(all)] // each goes first in turn
+			d, mem, err := b.loadOnce(ctx, ds)
+			if err != nil {
+				b.failed(kvMetric, err)
+				return
+			}
+			took[ds] = append(took[ds], d.Seconds())
+			peak[ds] = append(peak[ds], proc.MB(mem.Peak))
+		}
+		b.log.Info("parquet load round", zap.Int("round", r), zap.Float64("seqfile_s", last(took[seq])),
+			zap.Float64("parquet_s", last(took[kv])), zap.Float64("features_s", last(took[ft])))
+	}
+	if len(took[seq]) == 0 {
+		return
+	}
+	note := func(ds *dataset.Dataset) string {
+		return fmt.Sprintf("%d rounds, the three loads in turn; spread %.0f%% / %.0f%%; %.0f MB of Parquet, %.0f MB of SequenceFiles, in the page cache; peak RSS %.0f MB vs %.0f MB",
+			len(took[ds]), 100*stats.Spread(took[ds]), 100*stats.Spread(took[seq]), proc.MB(ds.Bytes), proc.MB(seq.Bytes),
+			stats.Median(peak[ds]), stats.Median(peak[seq]))
+	}
+	b.rep.Rows = append(b.rep.Rows,
+		report.NewRow(kvMetric, "s", stats.Median(took[kv]), "uncompressed SequenceFiles", stats.Median(took[seq]), note(kv),
+			report.Target{Kind: report.RatioAtMost, Limit: parquetLoadRatioTarget}),
+		report.NewRow(ftMetric, "s", stats.Median(took[ft]), "uncompressed SequenceFiles", stats.Median(took[seq]), note(ft),
+			report.Target{Kind: report.RatioAtMost, Limit: featureLoadRatioTarget}))
+
+	getMetric := "storaged GET, Parquet feature table as JSON"
+	fst, _, err := b.startStoraged(ctx, "storaged-parquet-features", ft.Root, b.storeDir())
+	if err != nil {
+		b.failed(getMetric, err)
+		return
+	}
+	defer fst.Stop()
+	qst, _, err := b.startStoraged(ctx, "storaged-seqfile", seq.Root, b.storeDir())
+	if err != nil {
+		b.failed(getMetric, err)
+		return
+	}
+	defer qst.Stop()
+	fa, fp, err := b.compare(ctx, contender{name: "storaged on the Parquet feature table", addr: fst.Addr}, contender{name: "storaged on SequenceFiles", addr: qst.Addr}, randomKeys(b.o.Keys))
+	if err != nil {
+		b.failed(getMetric, err)
+		return
+	}
+	row := report.NewRow(getMetric+" throughput", "req/s", fa.rate, "binary-value (SequenceFile) db", fp.rate,
+		fmt.Sprintf("closed loop, %d conns; ratio is the median of the rounds' ratios; p50/p99 %.2f/%.2f ms vs %.2f/%.2f ms; spread %.0f%% / %.0f%%%s%s",
+			b.o.Conns, fa.p50, fa.p99, fp.p50, fp.p99, 100*fa.spread, 100*fp.spread, fa.errNote(), fp.errNote()),
+		report.Target{Kind: report.RatioAtLeast, Limit: featureGetRatioTarget})
+	if fa.ratio > 0 {
+		row = row.WithRatio(fa.ratio)
+	}
+	b.rep.Rows = append(b.rep.Rows, row)
+}
+
+func last(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[len(xs)-1]
+}
