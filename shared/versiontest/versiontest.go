@@ -202,3 +202,13 @@ func hiddenDir(parent, version string) (string, error) {
 	}
 	return dir, nil
 }
+
+// Numbered returns n records whose key and value are keyFormat and
+// valueFormat (fmt verbs) applied to the record's number, 0 to n-1.
+func Numbered(n int, keyFormat, valueFormat string) []Record {
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = Record{Key: fmt.Appendf(nil, keyFormat, i), Value: fmt.Appendf(nil, valueFormat, i)}
+	}
+	return recs
+}
