@@ -17,9 +17,8 @@ import (
 	"time"
 
 	"spangle/client"
-	"spangle/shared/hashring"
 	"spangle/shared/proctest"
-	"spangle/shared/seqfile"
+	"spangle/shared/versiontest"
 )
 
 // The binaries TestMain builds, and a storaged it runs for the examples.
@@ -102,34 +101,12 @@ func freeAddr() (string, error) {
 // writeVersion writes recs as <root>/<db>/<version>, pre-sharded over
 // parts files, with _SUCCESS.
 func writeVersion(root, db, version string, parts int, recs map[string]string) error {
-	dir := filepath.Join(root, db, version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	var vr []versiontest.Record
+	for k, v := range recs {
+		vr = append(vr, versiontest.Record{Key: []byte(k), Value: []byte(v)})
 	}
-	for p := 0; p < parts; p++ {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%05d", p)))
-		if err != nil {
-			return err
-		}
-		w, err := seqfile.NewWriter(f, seqfile.WriterOptions{})
-		if err != nil {
-			return err
-		}
-		for k, v := range recs {
-			if hashring.Partition([]byte(k), parts) == p {
-				if err := w.Append([]byte(k), []byte(v)); err != nil {
-					return err
-				}
-			}
-		}
-		if err := w.Close(); err != nil {
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644)
+	_, err := versiontest.Write(root, db, version, versiontest.Options{Files: parts, InPlace: true}, vr)
+	return err
 }
 
 // testRecords: odd keys, an empty and a 100 KB value, and plain keys.
