@@ -13,6 +13,7 @@ import (
 	"spangle/routerd/config"
 	"spangle/routerd/daemon"
 	"spangle/routerd/health"
+	"spangle/shared/nodetest"
 	"spangle/shared/proctest"
 	"spangle/shared/topo"
 )
@@ -24,9 +25,11 @@ func TestMain(m *testing.M) {
 	os.Exit(proctest.RunWithBinary(m, "spangle/storaged", &storagedBin))
 }
 
-// storaged is one real storaged process.
+// storaged is one real storaged process, with the handle on its HTTP
+// port.
 type storaged struct {
 	*proctest.Process
+	*nodetest.Node
 	addr string
 }
 
@@ -36,7 +39,7 @@ func startStoraged(t testing.TB, source string, extra ...string) *storaged {
 	t.Helper()
 	addr := proctest.FreeAddr(t)
 	args := append([]string{"--source", source, "--local-store", t.TempDir(), "--bind", addr}, extra...)
-	s := &storaged{Process: proctest.Start(t, storagedBin, args...), addr: addr}
+	s := &storaged{Process: proctest.Start(t, storagedBin, args...), Node: nodetest.New(addr), addr: addr}
 	proctest.WaitHealthy(t, addr, 30*time.Second)
 	return s
 }
@@ -51,14 +54,14 @@ func startClusterStoraged(t testing.TB, zkAddr, cluster, source string, extra ..
 	args := append([]string{"--source", source, "--local-store", t.TempDir(), "--bind", addr,
 		"--zk", zkAddr, "--cluster", cluster, "--advertise", addr,
 		"--time-to-converge", "1s", "--zk-session-timeout", clusterSessionTimeout.String()}, extra...)
-	return &storaged{addr: addr, Process: proctest.Start(t, storagedBin, args...)}
+	return &storaged{addr: addr, Node: nodetest.New(addr), Process: proctest.Start(t, storagedBin, args...)}
 }
 
 // clusterSessionTimeout is the cluster nodes' ZooKeeper session timeout:
 // how long a killed node stays in the map.
 const clusterSessionTimeout = 3 * time.Second
 
-func (s *storaged) url() string { return "http://" + s.addr }
+func (s *storaged) url() string { return s.Base }
 
 // routerd is one in-process routerd.
 type routerd struct {
