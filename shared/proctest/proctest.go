@@ -115,18 +115,7 @@ func PollHealthy(ctx context.Context, addr string, d time.Duration) error {
 	client := &http.Client{Timeout: time.Second}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	err := wait.Poll(ctx, 20*time.Millisecond, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-		if err != nil {
-			return true, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	err := wait.Poll(ctx, 20*time.Millisecond, HTTPReady(client, "http://"+addr+"/healthz", func(status int) bool { return status == http.StatusOK }))
 	if err != nil {
 		return fmt.Errorf("proctest: %s not healthy after %v: %w", addr, d, err)
 	}

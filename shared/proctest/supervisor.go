@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -260,4 +261,22 @@ func (s *Supervisor) SetArgs(args ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.spec.Args = args
+}
+
+// HTTPReady is a readiness check for WaitReady (or wait.Poll): a GET of
+// url through client answers, with a status accept takes. Until it
+// answers, the check is not done and the error says why.
+func HTTPReady(client *http.Client, url string, accept func(status int) bool) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return true, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return accept(resp.StatusCode), nil
+	}
 }

@@ -163,20 +163,10 @@ func (s *Server) start() error {
 		return fmt.Errorf("s3test: %w (%s)", err, installMsg)
 	}
 	client := &http.Client{Timeout: 500 * time.Millisecond}
-	err := s.proc.WaitReady(context.Background(), readyTimeout, 20*time.Millisecond, func(ctx context.Context) (bool, error) {
-		// Any HTTP answer (an anonymous request is refused) means the
-		// server is up.
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint()+"/", nil)
-		if err != nil {
-			return true, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return true, nil
-	})
+	// Any HTTP answer (an anonymous request is refused) means the server
+	// is up.
+	err := s.proc.WaitReady(context.Background(), readyTimeout, 20*time.Millisecond,
+		proctest.HTTPReady(client, s.Endpoint()+"/", func(int) bool { return true }))
 	if err != nil {
 		return fmt.Errorf("s3test: versitygw on %s: %w", s.Addr(), err)
 	}
