@@ -25,13 +25,14 @@ func TestMain(m *testing.M) {
 	os.Exit(proctest.RunWithBinary(m, "spangle/storaged", &storagedBin))
 }
 
-// storaged is one real storaged process, with the handle on its HTTP
-// port.
+// storaged is one real storaged process.
 type storaged struct {
 	*proctest.Process
-	*nodetest.Node
 	addr string
 }
+
+// handle is the handle on the process's HTTP port.
+func (s *storaged) handle() *nodetest.Node { return nodetest.New(s.addr) }
 
 // startStoraged runs the storaged binary on source with extra flags and
 // waits until its /healthz answers 200.
@@ -39,7 +40,7 @@ func startStoraged(t testing.TB, source string, extra ...string) *storaged {
 	t.Helper()
 	addr := proctest.FreeAddr(t)
 	args := append([]string{"--source", source, "--local-store", t.TempDir(), "--bind", addr}, extra...)
-	s := &storaged{Process: proctest.Start(t, storagedBin, args...), Node: nodetest.New(addr), addr: addr}
+	s := &storaged{Process: proctest.Start(t, storagedBin, args...), addr: addr}
 	proctest.WaitHealthy(t, addr, 30*time.Second)
 	return s
 }
@@ -54,14 +55,14 @@ func startClusterStoraged(t testing.TB, zkAddr, cluster, source string, extra ..
 	args := append([]string{"--source", source, "--local-store", t.TempDir(), "--bind", addr,
 		"--zk", zkAddr, "--cluster", cluster, "--advertise", addr,
 		"--time-to-converge", "1s", "--zk-session-timeout", clusterSessionTimeout.String()}, extra...)
-	return &storaged{addr: addr, Node: nodetest.New(addr), Process: proctest.Start(t, storagedBin, args...)}
+	return &storaged{addr: addr, Process: proctest.Start(t, storagedBin, args...)}
 }
 
 // clusterSessionTimeout is the cluster nodes' ZooKeeper session timeout:
 // how long a killed node stays in the map.
 const clusterSessionTimeout = 3 * time.Second
 
-func (s *storaged) url() string { return s.Base }
+func (s *storaged) url() string { return s.handle().Base }
 
 // routerd is one in-process routerd.
 type routerd struct {

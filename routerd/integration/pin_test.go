@@ -84,7 +84,7 @@ func pinReaders(ctx context.Context, n int, bases []string, db string, keys int)
 // nodeStatus reads a storaged's JSON status.
 func nodeStatus(t *testing.T, s *storaged) wire.NodeStatus {
 	t.Helper()
-	st, err := s.Status(context.Background())
+	st, err := s.handle().Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

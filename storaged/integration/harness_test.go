@@ -31,14 +31,15 @@ const (
 	testRetention      = "2s"
 )
 
-// node is one real storaged process in cluster mode, with the handle on
-// its HTTP port.
+// node is one real storaged process in cluster mode.
 type node struct {
 	*proctest.Process
-	*nodetest.Node
 	addr  string
 	store string // its local store
 }
+
+// handle is the handle on the node's HTTP port.
+func (n *node) handle() *nodetest.Node { return nodetest.New(n.addr) }
 
 // startNode runs storaged in cluster mode against ZooKeeper at zkAddr on
 // source, listening (and advertised) on a free loopback port. It does not
@@ -53,7 +54,7 @@ func startNode(t testing.TB, zkAddr, source string, extra ...string) *node {
 		"--time-to-converge", testConverge, "--zk-session-timeout", testSessionTimeout.String(),
 		"--version-retention", testRetention,
 	}, extra...)
-	return &node{Process: proctest.Start(t, storagedBin, args...), Node: nodetest.New(addr), addr: addr, store: store}
+	return &node{Process: proctest.Start(t, storagedBin, args...), addr: addr, store: store}
 }
 
 // refresh makes the node re-scan its source (SIGHUP).
@@ -63,14 +64,14 @@ func (n *node) refresh() { n.Signal(syscall.SIGHUP) }
 var client = &http.Client{Timeout: 5 * time.Second}
 
 // status fetches the node's status JSON.
-func (n *node) status() (wire.NodeStatus, error) { return n.Status(context.Background()) }
+func (n *node) status() (wire.NodeStatus, error) { return n.handle().Status(context.Background()) }
 
 // state is db/version's /healthz state on the node, "" if unknown.
-func (n *node) state(db, version string) string { return n.State(context.Background(), db, version) }
+func (n *node) state(db, version string) string { return n.handle().State(context.Background(), db, version) }
 
 // get looks a key up; it returns the status, the body and the version.
 func (n *node) get(db, key string) (int, string, string, error) {
-	a, err := n.Get(context.Background(), db, key)
+	a, err := n.handle().Get(context.Background(), db, key)
 	return a.Code, a.Body, a.Version, err
 }
 
@@ -85,7 +86,7 @@ func waitActive(t testing.TB, d time.Duration, db, version string, nodes ...*nod
 	t.Helper()
 	handles := make([]*nodetest.Node, len(nodes))
 	for i, n := range nodes {
-		handles[i] = n.Node
+		handles[i] = n.handle()
 	}
 	nodetest.WaitActive(t, d, db, version, handles...)
 }
@@ -102,7 +103,7 @@ func addrs(nodes ...*node) []string {
 
 // healthz is the node's /healthz, nil when it cannot be read.
 func (n *node) healthz() nodetest.Health {
-	h, err := n.Health(context.Background())
+	h, err := n.handle().Health(context.Background())
 	if err != nil && !errors.Is(err, nodetest.ErrUnhealthy) {
 		return nil
 	}
@@ -118,7 +119,7 @@ func (n *node) health(version string) wire.Health {
 // its labels as the exposition format writes them
 // (`name{label="value"}`); -1 when it is not there.
 func (n *node) metric(series string) float64 {
-	v, ok, err := n.Metric(context.Background(), series)
+	v, ok, err := n.handle().Metric(context.Background(), series)
 	if !ok || err != nil {
 		return -1
 	}
