@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -221,12 +222,17 @@ func (s *Supervisor) LogTail(n int) string {
 
 // PickAddr returns a loopback host:port nobody listened on a moment ago.
 func PickAddr() (string, error) {
+	port, err := freePort()
+	return "127.0.0.1:" + strconv.Itoa(port), err
+}
+
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", fmt.Errorf("proctest: finding a free port: %w", err)
+		return 0, fmt.Errorf("proctest: finding a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().String(), nil
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // OnFreePort calls start with a free loopback port until it succeeds, at
@@ -235,24 +241,15 @@ func PickAddr() (string, error) {
 func OnFreePort(start func(port int) error) (int, error) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		var addr string
-		if addr, err = PickAddr(); err != nil {
+		var port int
+		if port, err = freePort(); err != nil {
 			return 0, err
 		}
-		port := addrPort(addr)
 		if err = start(port); err == nil {
 			return port, nil
 		}
 	}
 	return 0, err
-}
-
-// addrPort is the port of a host:port PickAddr returned.
-func addrPort(addr string) int {
-	_, p, _ := net.SplitHostPort(addr)
-	var port int
-	fmt.Sscan(p, &port)
-	return port
 }
 
 // SetArgs replaces the arguments of the next start, for a server whose
