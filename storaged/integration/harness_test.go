@@ -67,7 +67,9 @@ var client = &http.Client{Timeout: 5 * time.Second}
 func (n *node) status() (wire.NodeStatus, error) { return n.handle().Status(context.Background()) }
 
 // state is db/version's /healthz state on the node, "" if unknown.
-func (n *node) state(db, version string) string { return n.handle().State(context.Background(), db, version) }
+func (n *node) state(db, version string) string {
+	return n.handle().State(context.Background(), db, version)
+}
 
 // get looks a key up; it returns the status, the body and the version.
 func (n *node) get(db, key string) (int, string, string, error) {
