@@ -15,6 +15,14 @@ import (
 	"spangle/shared/versiontest"
 )
 
+// recordReader is what the three formats' readers have in common.
+type recordReader interface {
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+}
+
 // readFile reads every record of one data file of format f.
 func readFile(t *testing.T, f versiontest.Format, path string) []versiontest.Record {
 	t.Helper()
@@ -22,46 +30,33 @@ func readFile(t *testing.T, f versiontest.Format, path string) []versiontest.Rec
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []versiontest.Record
-	add := func(k, v []byte) {
-		out = append(out, versiontest.Record{Key: bytes.Clone(k), Value: bytes.Clone(v)})
-	}
+	var r recordReader
 	switch f {
 	case versiontest.SequenceFile:
-		r, err := seqfile.NewReader(bytes.NewReader(data), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r.Next() {
-			add(r.Key(), r.Value())
-		}
-		err = r.Err()
+		r, err = seqfile.NewReader(bytes.NewReader(data), path)
 	case versiontest.Sparkey:
 		ix, ierr := os.ReadFile(strings.TrimSuffix(path, ".spl") + ".spi.sz")
 		if ierr != nil {
 			t.Fatal(ierr)
 		}
-		r, err := sparkey.NewReader(bytes.NewReader(data), int64(len(data)), path, bytes.NewReader(ix), "index")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		for r.Next() {
-			add(r.Key(), r.Value())
-		}
-		err = r.Err()
+		r, err = sparkey.NewReader(bytes.NewReader(data), int64(len(data)), path, bytes.NewReader(ix), "index")
 	case versiontest.Parquet:
-		r, err := parquetkv.NewReader(bytes.NewReader(data), int64(len(data)), path, parquetkv.DefaultFormat(), parquetkv.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		for r.Next() {
-			add(r.Key(), r.Value())
-		}
-		err = r.Err()
+		r, err = parquetkv.NewReader(bytes.NewReader(data), int64(len(data)), path, parquetkv.DefaultFormat(), parquetkv.Options{})
 	}
 	if err != nil {
+		t.Fatal(err)
+	}
+	switch c := r.(type) {
+	case interface{ Close() }:
+		defer c.Close()
+	case interface{ Close() error }:
+		defer c.Close()
+	}
+	var out []versiontest.Record
+	for r.Next() {
+		out = append(out, versiontest.Record{Key: bytes.Clone(r.Key()), Value: bytes.Clone(r.Value())})
+	}
+	if err := r.Err(); err != nil {
 		t.Fatalf("reading %s: %v", path, err)
 	}
 	return out
