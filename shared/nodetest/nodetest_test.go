@@ -3,58 +3,37 @@ package nodetest_test
 import (
 	"context"
 	"errors"
-	"os"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"spangle/shared/nodetest"
-	"spangle/shared/proctest"
-	"spangle/shared/wire"
 )
 
-var storagedBin string
+// The handle against a real storaged is tested in shared/proctest, whose
+// lifecycle test runs one (TestStorageProcessLifecycle).
 
-func TestMain(m *testing.M) {
-	os.Exit(proctest.RunWithBinary(m, "spangle/storaged", &storagedBin))
-}
-
-// TestHandleOnRealStoraged reads a real storaged serving the sample data
-// through every method of the handle.
-func TestHandleOnRealStoraged(t *testing.T) {
-	addr := proctest.FreeAddr(t)
-	proctest.Start(t, storagedBin, "--source", "../../testdata/sample", "--local-store", t.TempDir(), "--bind", addr)
-	n := nodetest.New(addr)
-	ctx := context.Background()
-	if err := n.WaitActive(ctx, 60*time.Second, 20*time.Millisecond, "baby-names", "1"); err != nil {
+// TestWaitActiveGivesUp: with nothing listening, WaitActive fails once
+// its time is up, with the deadline and the version it waited for.
+func TestWaitActiveGivesUp(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	nodetest.WaitActive(t, time.Second, "baby-names", "1", n)
-	if st, err := n.Status(ctx); err != nil || st.Mode != "standalone" || st.DBs["baby-names"].Current != "1" {
-		t.Fatalf("Status = %+v, %v", st, err)
+	addr := l.Addr().String()
+	l.Close()
+	err = nodetest.New(addr).WaitActive(context.Background(), 100*time.Millisecond, 10*time.Millisecond, "db", "v1")
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "db/v1 not ACTIVE") {
+		t.Fatalf("WaitActive = %v; want the deadline and db/v1", err)
 	}
-	if got := n.State(ctx, "baby-names", "1"); got != wire.StateActive {
-		t.Fatalf("State = %q", got)
-	}
-	if got := n.State(ctx, "baby-names", "2"); got != "" {
-		t.Fatalf("State of a missing version = %q", got)
-	}
-	a, err := n.Get(ctx, "baby-names", "1881/boy")
-	if err != nil || a.Code != 200 || a.Body != "John" || a.Version != "1" {
-		t.Fatalf("Get 1881/boy = %+v, %v", a, err)
-	}
-	a, err = n.Get(ctx, "baby-names", "no-such-name")
-	if err != nil || a.Code != 404 || a.Version != "1" {
-		t.Fatalf("Get missing = %+v, %v", a, err)
-	}
-	if v, ok, err := n.Metric(ctx, "no_such_series"); err != nil || ok || v != 0 {
-		t.Fatalf("Metric of a missing series = %v, %v, %v", v, ok, err)
-	}
-	if _, ok, err := n.Metric(ctx, "go_goroutines"); err != nil || !ok {
-		t.Fatalf("Metric go_goroutines: %v, %v", ok, err)
-	}
-	ctx2, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := n.WaitActive(ctx2, time.Second, time.Millisecond, "baby-names", "2"); err == nil || !errors.Is(err, context.Canceled) {
-		t.Fatalf("WaitActive on a cancelled context = %v", err)
+}
+
+// TestWaitFor returns once its condition holds.
+func TestWaitFor(t *testing.T) {
+	n := 0
+	nodetest.WaitFor(t, 10*time.Second, "the third call", func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Fatalf("cond called %d times", n)
 	}
 }
