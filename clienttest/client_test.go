@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,9 +15,9 @@ import (
 	"time"
 
 	"spangle/client"
-	"spangle/shared/hashring"
+	"spangle/shared/nodetest"
 	"spangle/shared/proctest"
-	"spangle/shared/seqfile"
+	"spangle/shared/versiontest"
 )
 
 // The binaries TestMain builds, and a storaged it runs for the examples.
@@ -61,75 +59,32 @@ func startServerForExamples(dir string) (func(), error) {
 	if err := writeVersion(root, "users", "v1", 2, map[string]string{"alice": "admin", "bob": "reader"}); err != nil {
 		return nil, err
 	}
-	l, err := freeAddr()
+	l, err := proctest.PickAddr()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(storagedBin, "--source", root, "--local-store", filepath.Join(dir, "example-store"), "--bind", l, "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	sup := proctest.NewSupervisor(proctest.Spec{Path: storagedBin, Log: filepath.Join(dir, "example-storaged.log"),
+		Args: []string{"--source", root, "--local-store", filepath.Join(dir, "example-store"), "--bind", l, "--log-level", "warn"}})
+	if err := sup.Start(); err != nil {
 		return nil, err
 	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + l + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, errors.New("storaged not healthy after 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := proctest.PollHealthy(context.Background(), l, 30*time.Second); err != nil {
+		sup.Kill()
+		return nil, fmt.Errorf("%w\n%s", err, sup.LogTail(20))
 	}
 	exampleBase = "http://" + l
-	return stop, nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return sup.Kill, nil
 }
 
 // writeVersion writes recs as <root>/<db>/<version>, pre-sharded over
 // parts files, with _SUCCESS.
 func writeVersion(root, db, version string, parts int, recs map[string]string) error {
-	dir := filepath.Join(root, db, version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	var vr []versiontest.Record
+	for k, v := range recs {
+		vr = append(vr, versiontest.Record{Key: []byte(k), Value: []byte(v)})
 	}
-	for p := 0; p < parts; p++ {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%05d", p)))
-		if err != nil {
-			return err
-		}
-		w, err := seqfile.NewWriter(f, seqfile.WriterOptions{})
-		if err != nil {
-			return err
-		}
-		for k, v := range recs {
-			if hashring.Partition([]byte(k), parts) == p {
-				if err := w.Append([]byte(k), []byte(v)); err != nil {
-					return err
-				}
-			}
-		}
-		if err := w.Close(); err != nil {
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644)
+	_, err := versiontest.Write(root, db, version, versiontest.Options{Files: parts, InPlace: true}, vr)
+	return err
 }
 
 // testRecords: odd keys, an empty and a 100 KB value, and plain keys.
@@ -160,21 +115,12 @@ func startRouterd(t *testing.T, db, key string, nodes ...string) string {
 	addr := proctest.FreeAddr(t)
 	proctest.Start(t, routerdBin, "--bind", addr, "--storaged", strings.Join(nodes, ","), "--storaged-poll", "100ms",
 		"--proxy-timeout", "5s", "--proxy-stage-timeout", "1s")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/" + db + "/" + key)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return "http://" + addr
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("routerd does not serve %s after 30s", db)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	n := nodetest.New(addr)
+	nodetest.WaitFor(t, 30*time.Second, "routerd serving "+db, func() bool {
+		a, err := n.Get(context.Background(), db, key)
+		return err == nil && a.Code == 200
+	})
+	return n.Base
 }
 
 func newClient(t *testing.T, base string, opts client.Options) *client.Client {
@@ -324,19 +270,11 @@ func waitInflight(t *testing.T, base string, n float64) {
 // /metrics.
 func metric(t *testing.T, base, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	v, _, err := nodetest.New(base).Metric(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return 0
+	return v
 }
 
 // TestCancelledContext: a call to a slow server returns the context's

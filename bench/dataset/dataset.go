@@ -7,13 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
+	"spangle/shared/versiontest"
 )
 
 // Names of the db and version the dataset holds.
@@ -134,141 +134,40 @@ func Value(i, n int) []byte {
 }
 
 // Write writes a dataset under root (which must exist) and returns it.
-// Files are written in parallel, one goroutine each.
+// Files are written in parallel, one goroutine each, file f holding the
+// keys of partition f in ascending order.
 func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 	o.defaults()
-	dir := filepath.Join(root, o.DB, o.Version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+	if o.Format == FormatParquet || o.Format == FormatParquetFeatures {
+		return writeParquetDataset(ctx, root, o)
 	}
-	ds := &Dataset{Root: root, Options: o}
-	for f := 0; f < o.Files; f++ {
-		name := fmt.Sprintf("part-%05d", f)
-		switch o.Format {
-		case FormatSparkey:
-			name += ".spl"
-		case FormatParquet, FormatParquetFeatures:
-			name += "-c000.snappy.parquet"
-		}
-		ds.Files = append(ds.Files, filepath.Join(dir, name))
+	vo := versiontest.Options{Files: o.Files, InPlace: true,
+		SeqFile: seqfile.WriterOptions{Compression: o.Compression, Codec: o.Codec}}
+	if o.Format == FormatSparkey {
+		vo.Format, vo.Sparkey = versiontest.Sparkey, sparkey.WriterOptions{Compression: sparkey.Snappy}
 	}
-	errs := make([]error, o.Files)
-	sizes := make([]int64, o.Files)
-	var wg sync.WaitGroup
-	for f := range ds.Files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			switch o.Format {
-			case FormatSparkey:
-				sizes[f], errs[f] = writeSparkey(ctx, ds.Files[f], f, o)
-			case FormatParquet, FormatParquetFeatures:
-				sizes[f], errs[f] = writeParquet(ctx, ds.Files[f], f, o)
-			default:
-				sizes[f], errs[f] = writeFile(ctx, ds.Files[f], f, o)
+	w, err := versiontest.WriteFunc(root, o.DB, o.Version, vo, func(part int, put func(k, v []byte) error) error {
+		key := make([]byte, 0, 32)
+		val := make([]byte, o.ValueSize)
+		for i := 0; i < o.Keys; i++ {
+			key = AppendKey(key[:0], i)
+			if hashring.Partition(key, o.Files) != part {
+				continue
 			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	for _, s := range sizes {
-		ds.Bytes += s
-	}
-	if err := writeFormatMarker(root, o); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644); err != nil {
+			if i%65536 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fillValue(val, i)
+			if err := put(key, val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
-	return ds, nil
-}
-
-// writeFile writes the keys of partition part, ascending, to path.
-func writeFile(ctx context.Context, path string, part int, o Options) (int64, error) {
-	out, err := os.Create(path)
-	if err != nil {
-		return 0, fmt.Errorf("dataset: %w", err)
-	}
-	defer out.Close()
-	w, err := seqfile.NewWriter(out, seqfile.WriterOptions{Compression: o.Compression, Codec: o.Codec})
-	if err != nil {
-		return 0, fmt.Errorf("dataset: %w", err)
-	}
-	key := make([]byte, 0, 32)
-	val := make([]byte, o.ValueSize)
-	for i := 0; i < o.Keys; i++ {
-		key = AppendKey(key[:0], i)
-		if hashring.Partition(key, o.Files) != part {
-			continue
-		}
-		if i%65536 == 0 && ctx.Err() != nil {
-			return 0, fmt.Errorf("dataset: %w", ctx.Err())
-		}
-		fillValue(val, i)
-		if err := w.Append(key, val); err != nil {
-			return 0, fmt.Errorf("dataset: %s: %w", path, err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return 0, fmt.Errorf("dataset: %s: %w", path, err)
-	}
-	st, err := out.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("dataset: %w", err)
-	}
-	return st.Size(), out.Close()
-}
-
-// writeSparkey writes the keys of partition part, ascending, as the
-// Sparkey log logPath and its index beside it.
-func writeSparkey(ctx context.Context, logPath string, part int, o Options) (int64, error) {
-	lf, err := os.Create(logPath)
-	if err != nil {
-		return 0, fmt.Errorf("dataset: %w", err)
-	}
-	defer lf.Close()
-	ixPath := strings.TrimSuffix(logPath, ".spl") + ".spi.sz"
-	xf, err := os.Create(ixPath)
-	if err != nil {
-		return 0, fmt.Errorf("dataset: %w", err)
-	}
-	defer xf.Close()
-	w, err := sparkey.NewWriter(lf, sparkey.WriterOptions{Compression: sparkey.Snappy})
-	if err != nil {
-		return 0, fmt.Errorf("dataset: %w", err)
-	}
-	key := make([]byte, 0, 32)
-	val := make([]byte, o.ValueSize)
-	for i := 0; i < o.Keys; i++ {
-		key = AppendKey(key[:0], i)
-		if hashring.Partition(key, o.Files) != part {
-			continue
-		}
-		if i%65536 == 0 && ctx.Err() != nil {
-			return 0, fmt.Errorf("dataset: %w", ctx.Err())
-		}
-		fillValue(val, i)
-		if err := w.Put(key, val); err != nil {
-			return 0, fmt.Errorf("dataset: %s: %w", logPath, err)
-		}
-	}
-	if err := w.Close(xf); err != nil {
-		return 0, fmt.Errorf("dataset: %s: %w", logPath, err)
-	}
-	var size int64
-	for _, f := range []*os.File{lf, xf} {
-		st, err := f.Stat()
-		if err != nil {
-			return 0, fmt.Errorf("dataset: %w", err)
-		}
-		size += st.Size()
-		if err := f.Close(); err != nil {
-			return 0, fmt.Errorf("dataset: %w", err)
-		}
-	}
-	return size, nil
+	return &Dataset{Root: root, Options: o, Files: w.Files, Bytes: w.Bytes}, nil
 }
 
 // Decode reads and decodes every record of the dataset's files, as many
@@ -320,4 +219,42 @@ func decodeFile(ctx context.Context, path string) (int64, error) {
 		return n, fmt.Errorf("dataset: %s: empty records", path)
 	}
 	return n, nil
+}
+
+// writeParquetDataset writes a Parquet dataset: Spark's file names, file
+// f holding the keys of partition f in ascending order, and the db's
+// _FORMAT (parquet.go).
+func writeParquetDataset(ctx context.Context, root string, o Options) (*Dataset, error) {
+	dir := filepath.Join(root, o.DB, o.Version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	ds := &Dataset{Root: root, Options: o}
+	for f := 0; f < o.Files; f++ {
+		ds.Files = append(ds.Files, filepath.Join(dir, fmt.Sprintf("part-%05d-c000.snappy.parquet", f)))
+	}
+	errs := make([]error, o.Files)
+	sizes := make([]int64, o.Files)
+	var wg sync.WaitGroup
+	for f := range ds.Files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sizes[f], errs[f] = writeParquet(ctx, ds.Files[f], f, o)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, s := range sizes {
+		ds.Bytes += s
+	}
+	if err := writeFormatMarker(root, o); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	return ds, nil
 }

@@ -1,17 +1,14 @@
 package dataset
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"spangle/shared/hashring"
-	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
+	"spangle/shared/versiontest"
 )
 
 // Defaults of the generated database: the 100k keys in 8
@@ -81,119 +78,33 @@ func Write(root string, s Spec) (string, error) {
 	if err := s.fill(); err != nil {
 		return "", err
 	}
-	dbDir := filepath.Join(root, s.DB)
-	final := filepath.Join(dbDir, s.Version)
-	if _, err := os.Stat(final); err == nil {
-		return "", fmt.Errorf("dataset: %s exists", final)
-	}
-	var suffix [4]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
-		return "", fmt.Errorf("dataset: %w", err)
-	}
-	tmp := filepath.Join(dbDir, ".tmp-"+s.Version+"-"+hex.EncodeToString(suffix[:]))
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("dataset: %w", err)
-	}
-	if err := writeFiles(tmp, s); err != nil {
-		os.RemoveAll(tmp)
-		return "", err
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		os.RemoveAll(tmp)
-		return "", fmt.Errorf("dataset: %w", err)
-	}
-	return final, nil
-}
-
-func writeFiles(dir string, s Spec) error {
 	if s.Parquet {
-		return writeParquetFiles(dir, s)
+		return writeParquetVersion(root, s)
 	}
-	byPart := make([][]int, s.Partitions)
-	for i := 0; i < s.Keys; i++ {
-		p := hashring.Partition([]byte(Key(i)), s.Partitions)
-		byPart[p] = append(byPart[p], i)
-	}
-	suffix := ""
+	o := versiontest.Options{Files: s.Partitions, NoSuccess: true}
 	if s.Sparkey {
-		suffix = ".spl"
-	}
-	for p, keys := range byPart {
-		path := filepath.Join(dir, fmt.Sprintf("part-%05d", p)+suffix)
-		write := writeFile
-		if s.Sparkey {
-			write = writeSparkey
-		}
-		if err := write(path, s.Version, keys); err != nil {
-			return err
-		}
+		o.Format, o.Sparkey = versiontest.Sparkey, sparkey.WriterOptions{Compression: sparkey.Snappy}
 	}
 	if s.Corrupt {
-		return corrupt(filepath.Join(dir, fmt.Sprintf("part-%05d", s.Partitions/2)+suffix))
+		o.Amend = func(dir string) error {
+			return corrupt(filepath.Join(dir, versiontest.FileName(o.Format, s.Partitions/2)))
+		}
 	}
-	return nil
+	w, err := versiontest.Write(root, s.DB, s.Version, o, records(s))
+	if err != nil {
+		return "", fmt.Errorf("dataset: %w", err)
+	}
+	return w.Dir, nil
 }
 
-// writeSparkey writes the log path (NAME.spl) and its index NAME.spi.sz.
-func writeSparkey(path, version string, keys []int) (err error) {
-	lf, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
-	}
-	defer func() {
-		if cerr := lf.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("dataset: %w", cerr)
-		}
-	}()
-	xf, err := os.Create(strings.TrimSuffix(path, ".spl") + ".spi.sz")
-	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
-	}
-	defer func() {
-		if cerr := xf.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("dataset: %w", cerr)
-		}
-	}()
-	w, err := sparkey.NewWriter(lf, sparkey.WriterOptions{Compression: sparkey.Snappy})
-	if err != nil {
-		return fmt.Errorf("dataset: %s: %w", path, err)
-	}
-	for _, i := range keys {
+// records are the version's records, in key order.
+func records(s Spec) []versiontest.Record {
+	recs := make([]versiontest.Record, s.Keys)
+	for i := range recs {
 		k := Key(i)
-		if err := w.Put([]byte(k), []byte(Value(version, k))); err != nil {
-			return fmt.Errorf("dataset: %s: %w", path, err)
-		}
+		recs[i] = versiontest.Record{Key: []byte(k), Value: []byte(Value(s.Version, k))}
 	}
-	if err := w.Close(xf); err != nil {
-		return fmt.Errorf("dataset: %s: %w", path, err)
-	}
-	return nil
-}
-
-func writeFile(path, version string, keys []int) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("dataset: %w", cerr)
-		}
-	}()
-	w, err := seqfile.NewWriter(f, seqfile.WriterOptions{})
-	if err != nil {
-		return fmt.Errorf("dataset: %s: %w", path, err)
-	}
-	for _, i := range keys {
-		k := Key(i)
-		if err := w.Append([]byte(k), []byte(Value(version, k))); err != nil {
-			return fmt.Errorf("dataset: %s: %w", path, err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("dataset: %s: %w", path, err)
-	}
-	return nil
+	return recs
 }
 
 // corrupt overwrites the middle of the file with bytes no record starts
@@ -235,17 +146,17 @@ func Rewrite(root string, s Spec) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("dataset: rewriting: %w", err)
 	}
-	byPart := make([][]int, s.Partitions)
-	for i := 0; i < s.Keys; i++ {
-		p := hashring.Partition([]byte(Key(i)), s.Partitions)
-		byPart[p] = append(byPart[p], i)
+	byPart := make([][]versiontest.Record, s.Partitions)
+	for _, r := range records(s) {
+		p := hashring.Partition(r.Key, s.Partitions)
+		byPart[p] = append(byPart[p], r)
 	}
-	for p, keys := range byPart {
-		name := fmt.Sprintf("part-%05d", p)
+	for p, recs := range byPart {
+		name := versiontest.FileName(versiontest.SequenceFile, p)
 		tmp := filepath.Join(dir, "."+name+".rewrite")
-		if err := writeFile(tmp, s.Version, keys); err != nil {
+		if err := versiontest.WriteRecords(tmp, versiontest.Options{}, recs); err != nil {
 			os.Remove(tmp)
-			return err
+			return fmt.Errorf("dataset: %w", err)
 		}
 		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 			os.Remove(tmp)

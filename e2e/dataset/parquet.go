@@ -99,3 +99,29 @@ func writeParquet(path, version string, keys []int) (err error) {
 	}
 	return nil
 }
+
+// writeParquetVersion writes a Parquet version as Write does: into a
+// hidden directory beside it, renamed into place once whole.
+func writeParquetVersion(root string, s Spec) (string, error) {
+	dbDir := filepath.Join(root, s.DB)
+	final := filepath.Join(dbDir, s.Version)
+	if _, err := os.Stat(final); err == nil {
+		return "", fmt.Errorf("dataset: %s exists", final)
+	}
+	if err := os.MkdirAll(dbDir, 0o755); err != nil {
+		return "", fmt.Errorf("dataset: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dbDir, ".tmp-"+s.Version+"-")
+	if err != nil {
+		return "", fmt.Errorf("dataset: %w", err)
+	}
+	if err := writeParquetFiles(tmp, s); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("dataset: %w", err)
+	}
+	return final, nil
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"spangle/e2e/dataset"
+	"spangle/shared/nodetest"
+	"spangle/shared/wire"
 )
 
 // Service names in deploy/docker-compose.yml.
@@ -358,48 +358,36 @@ func (c *Cluster) URL(ctx context.Context, svc string) (string, error) {
 }
 
 // Health is a node's /healthz: db -> version -> state (and reason).
-type Health map[string]map[string]VersionHealth
+type Health = nodetest.Health
 
 // VersionHealth is one version's entry on /healthz.
-type VersionHealth struct {
-	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
-}
+type VersionHealth = wire.Health
 
 // ErrUnhealthy is returned by GetHealth when /healthz answers, but not
 // 200; the Health is still filled in.
-var ErrUnhealthy = errors.New("framework: not healthy")
+var ErrUnhealthy = nodetest.ErrUnhealthy
+
+// Node is the handle on the service's HTTP port. The engine picks a new
+// host port when a container starts again, so ask after Start.
+func (c *Cluster) Node(ctx context.Context, svc string) (*nodetest.Node, error) {
+	base, err := c.URL(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	return nodetest.New(base), nil
+}
 
 // GetHealth reads the service's /healthz.
 func (c *Cluster) GetHealth(ctx context.Context, svc string) (Health, error) {
-	base, err := c.URL(ctx, svc)
+	n, err := c.Node(ctx, svc)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	h, err := n.Health(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("framework: %w", err)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("framework: %s healthz: %w", svc, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("framework: %s healthz: %w", svc, err)
-	}
-	var h Health
-	if err := json.Unmarshal(body, &h); err != nil {
-		h = nil
-	}
-	if resp.StatusCode != http.StatusOK {
-		return h, fmt.Errorf("%w: %s healthz status %d: %.200s", ErrUnhealthy, svc, resp.StatusCode, body)
-	}
-	if h == nil {
-		return nil, fmt.Errorf("framework: %s healthz: not JSON: %.200s", svc, body)
+		return h, fmt.Errorf("framework: %s: %w", svc, err)
 	}
 	return h, nil
 }

@@ -6,36 +6,30 @@ import (
 	"fmt"
 	"time"
 
+	"spangle/shared/wait"
 	"spangle/shared/wire"
 )
 
 // ErrTimeout is returned by WaitFor when the condition never held.
 var ErrTimeout = errors.New("framework: timed out")
 
-// WaitFor polls cond every interval until it reports true, ctx ends or
-// timeout passes; the error names what was awaited and the last error
-// cond returned.
+// WaitFor polls cond every interval (wait.Poll) until it reports true,
+// ctx ends or timeout passes; the error names what was awaited and the
+// last error cond returned.
 func WaitFor(ctx context.Context, timeout, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last error
-	for {
+	err := wait.Poll(ctx, interval, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
 		if ok {
-			return nil
+			return true, nil
 		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("%w after %v waiting for %s: last error: %v", ErrTimeout, timeout, what, last)
-			}
-			return fmt.Errorf("%w after %v waiting for %s", ErrTimeout, timeout, what)
-		case <-time.After(interval):
-		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("%w after %v waiting for %s: %v", ErrTimeout, timeout, what, err)
 	}
+	return nil
 }
 
 // WaitHealthy waits until the service's /healthz answers 200.

@@ -7,16 +7,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"spangle/shared/hashring"
-	"spangle/shared/seqfile"
+	"spangle/shared/versiontest"
 	"spangle/shared/wire"
 )
 
@@ -42,34 +39,14 @@ func oddRecords() []record {
 }
 
 // writeRecords writes recs as <root>/<db>/<version>, pre-sharded over
-// parts files.
+// parts files, in place and without _SUCCESS.
 func writeRecords(t testing.TB, root, db, version string, parts int, recs []record) {
 	t.Helper()
-	dir := filepath.Join(root, db, version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	vr := make([]versiontest.Record, len(recs))
+	for i, r := range recs {
+		vr[i] = versiontest.Record{Key: r.key, Value: r.value}
 	}
-	for p := 0; p < parts; p++ {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%05d", p)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := seqfile.NewWriter(f, seqfile.WriterOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if hashring.Partition(r.key, parts) == p {
-				if err := w.Append(r.key, r.value); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
+	versiontest.For(t).Write(root, db, version, versiontest.Options{Files: parts, InPlace: true, NoSuccess: true}, vr)
 }
 
 // postBatch sends a batch of keys to base and decodes the answer; a

@@ -13,6 +13,7 @@ import (
 	"spangle/routerd/config"
 	"spangle/routerd/daemon"
 	"spangle/routerd/health"
+	"spangle/shared/nodetest"
 	"spangle/shared/proctest"
 	"spangle/shared/topo"
 )
@@ -29,6 +30,9 @@ type storaged struct {
 	*proctest.Process
 	addr string
 }
+
+// handle is the handle on the process's HTTP port.
+func (s *storaged) handle() *nodetest.Node { return nodetest.New(s.addr) }
 
 // startStoraged runs the storaged binary on source with extra flags and
 // waits until its /healthz answers 200.
@@ -58,7 +62,7 @@ func startClusterStoraged(t testing.TB, zkAddr, cluster, source string, extra ..
 // how long a killed node stays in the map.
 const clusterSessionTimeout = 3 * time.Second
 
-func (s *storaged) url() string { return "http://" + s.addr }
+func (s *storaged) url() string { return s.handle().Base }
 
 // routerd is one in-process routerd.
 type routerd struct {

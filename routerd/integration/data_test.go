@@ -2,12 +2,8 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"spangle/shared/versiontest"
 	"testing"
-
-	"spangle/shared/hashring"
-	"spangle/shared/seqfile"
 )
 
 // keyName is the i-th key of the generated datasets. Some hold a '/' and
@@ -25,47 +21,13 @@ func valueOf(version, key string) string { return version + "=" + key }
 
 // writeVersion writes <root>/<db>/<version>/ as a Hadoop job would:
 // parts files pre-sharded by spangle's partition function, BytesWritable
-// keys and values, and a _SUCCESS file.
+// keys and values, and a _SUCCESS file, appearing at once.
 func writeVersion(t testing.TB, root, db, version string, parts, keys int) {
 	t.Helper()
-	dir := filepath.Join(root, db, version)
-	tmp := filepath.Join(root, db, "."+version+".tmp")
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	files := make([]*os.File, parts)
-	writers := make([]*seqfile.Writer, parts)
-	for p := range files {
-		f, err := os.Create(filepath.Join(tmp, fmt.Sprintf("part-%05d", p)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := seqfile.NewWriter(f, seqfile.WriterOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[p], writers[p] = f, w
-	}
-	for i := 0; i < keys; i++ {
+	recs := make([]versiontest.Record, keys)
+	for i := range recs {
 		k := keyName(i)
-		p := hashring.Partition([]byte(k), parts)
-		if err := writers[p].Append([]byte(k), []byte(valueOf(version, k))); err != nil {
-			t.Fatal(err)
-		}
+		recs[i] = versiontest.Record{Key: []byte(k), Value: []byte(valueOf(version, k))}
 	}
-	for p := range files {
-		if err := writers[p].Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := files[p].Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "_SUCCESS"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Appear at once, as a finished job's output does.
-	if err := os.Rename(tmp, dir); err != nil {
-		t.Fatal(err)
-	}
+	versiontest.For(t).Write(root, db, version, versiontest.Options{Files: parts}, recs)
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -85,15 +84,8 @@ func pinReaders(ctx context.Context, n int, bases []string, db string, keys int)
 // nodeStatus reads a storaged's JSON status.
 func nodeStatus(t *testing.T, s *storaged) wire.NodeStatus {
 	t.Helper()
-	req, _ := http.NewRequest("GET", s.url()+"/", nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	st, err := s.handle().Status(context.Background())
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st wire.NodeStatus
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
 	return st

@@ -1,15 +1,14 @@
 package proctest
 
 import (
+	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"spangle/shared/wait"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -55,42 +54,20 @@ func RunWithBinary(m *testing.M, pkg string, bin *string) int {
 // FreeAddr returns a loopback host:port nobody listened on a moment ago.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := PickAddr()
 	if err != nil {
-		t.Fatalf("proctest: %v", err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
-// Process is one daemon process of a test. It is safe for concurrent
-// use, so a test may kill it from a timer while readers run; Start,
-// Restart and the t.Fatal paths belong to the test's goroutine.
+// Process is one daemon process of a test: a Supervisor that fails the
+// test when it cannot start. It is safe for concurrent use, so a test
+// may kill it from a timer while readers run; Start, Restart and the
+// t.Fatal paths belong to the test's goroutine.
 type Process struct {
-	t       testing.TB
-	bin     string
-	args    []string
-	logPath string
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd     // guarded by mu; nil while not running
-	exited chan struct{} // guarded by mu; closed when cmd has exited
-}
-
-// running returns the process started last and its exit channel, or nil.
-func (p *Process) running() (*exec.Cmd, chan struct{}) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cmd, p.exited
-}
-
-// forget marks cmd as no longer running, unless another start replaced it.
-func (p *Process) forget(cmd *exec.Cmd) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == cmd {
-		p.cmd = nil
-	}
+	*Supervisor
+	t testing.TB
 }
 
 // Start runs bin with args, its output appended to a log file in a
@@ -99,7 +76,7 @@ func (p *Process) forget(cmd *exec.Cmd) {
 // failed.
 func Start(t testing.TB, bin string, args ...string) *Process {
 	t.Helper()
-	p := &Process{t: t, bin: bin, args: args, logPath: filepath.Join(t.TempDir(), filepath.Base(bin)+".log")}
+	p := &Process{Supervisor: NewSupervisor(Spec{Path: bin, Args: args, Log: filepath.Join(t.TempDir(), filepath.Base(bin)+".log")}), t: t}
 	p.Restart()
 	t.Cleanup(func() {
 		p.Stop()
@@ -114,110 +91,33 @@ func Start(t testing.TB, bin string, args ...string) *Process {
 // be running.
 func (p *Process) Restart() {
 	p.t.Helper()
-	if cmd, _ := p.running(); cmd != nil {
-		p.t.Fatalf("proctest: %s is still running", p.bin)
-	}
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		p.t.Fatalf("proctest: %v", err)
-	}
-	defer f.Close()
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("proctest: starting %s: %v", p.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
-	p.mu.Unlock()
-}
-
-// PID is the running process's id (0 when it is not running), to show
-// that a process was not restarted or to read its /proc entries.
-func (p *Process) PID() int {
-	cmd, _ := p.running()
-	if cmd == nil {
-		return 0
-	}
-	return cmd.Process.Pid
-}
-
-// Running reports whether the process started last is still alive.
-func (p *Process) Running() bool {
-	cmd, exited := p.running()
-	if cmd == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// Signal sends sig to the running process; it does nothing otherwise.
-func (p *Process) Signal(sig os.Signal) {
-	if cmd, _ := p.running(); cmd != nil {
-		cmd.Process.Signal(sig)
-	}
-}
-
-// Kill sends SIGKILL, as a crash would: no goodbye, no deregistration.
-func (p *Process) Kill() {
-	if cmd, exited := p.running(); cmd != nil {
-		cmd.Process.Kill()
-		<-exited
-		p.forget(cmd)
+	if err := p.Supervisor.Start(); err != nil {
+		p.t.Fatal(err)
 	}
 }
 
 // Stop sends SIGTERM and waits for a graceful exit, killing the process
 // after StopTimeout.
-func (p *Process) Stop() {
-	cmd, exited := p.running()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(StopTimeout):
-		cmd.Process.Kill()
-		<-exited
-	}
-	p.forget(cmd)
-}
-
-// LogTail returns the last n lines of everything the process wrote.
-func (p *Process) LogTail(n int) string {
-	b, _ := os.ReadFile(p.logPath)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *Process) Stop() { p.Supervisor.Stop(StopTimeout) }
 
 // WaitHealthy polls http://addr/healthz until it answers 200 and fails the
 // test after d.
 func WaitHealthy(t testing.TB, addr string, d time.Duration) {
 	t.Helper()
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(d)
-	for {
-		resp, err := client.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("proctest: %s not healthy after %v", addr, d)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := PollHealthy(context.Background(), addr, d); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// PollHealthy polls http://addr/healthz until it answers 200, for code
+// without a test; it fails after d.
+func PollHealthy(ctx context.Context, addr string, d time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := wait.Poll(ctx, 20*time.Millisecond, HTTPReady(client, "http://"+addr+"/healthz", func(status int) bool { return status == http.StatusOK }))
+	if err != nil {
+		return fmt.Errorf("proctest: %s not healthy after %v: %w", addr, d, err)
+	}
+	return nil
 }

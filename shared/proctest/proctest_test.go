@@ -22,6 +22,7 @@ func TestStorageProcessLifecycle(t *testing.T) {
 	addr := proctest.FreeAddr(t)
 	p := proctest.Start(t, bin, "--source", "../../testdata/sample", "--local-store", t.TempDir(), "--bind", addr)
 	proctest.WaitHealthy(t, addr, 30*time.Second)
+	checkHandle(t, addr)
 	pid := p.PID()
 	if pid == 0 || !p.Running() {
 		t.Fatalf("PID %d, Running %v after start", pid, p.Running())

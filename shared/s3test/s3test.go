@@ -1,16 +1,16 @@
 package s3test
 
 import (
+	"context"
 	"fmt"
 	"go/build"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"spangle/shared/proctest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -36,16 +36,10 @@ const readyTimeout = 60 * time.Second
 
 // Server is one versitygw process. Its methods are safe for concurrent use.
 type Server struct {
-	t       testing.TB
-	bin     string
-	dir     string // the served directory: one subdirectory per bucket
-	home    string // the process's working directory and log
-	logPath string
-	port    int
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd     // guarded by mu; nil while stopped
-	exited chan struct{} // guarded by mu; closed when cmd has exited
+	t    testing.TB
+	dir  string // the served directory: one subdirectory per bucket
+	port int    // set before proc starts
+	proc *proctest.Supervisor
 }
 
 // Binary returns the versitygw to run: $SPANGLE_VERSITYGW, else the one in
@@ -83,27 +77,32 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), home: t.TempDir()}
-	s.logPath = filepath.Join(s.home, "versitygw.log")
+	s := &Server{t: t, dir: t.TempDir()}
+	home := t.TempDir() // the process's working directory and log
+	s.proc = proctest.NewSupervisor(proctest.Spec{Path: bin, Dir: home, Log: filepath.Join(home, "versitygw.log"),
+		Env: []string{
+			"ROOT_ACCESS_KEY=" + AccessKey,
+			"ROOT_SECRET_KEY=" + SecretKey,
+			"HOME=" + home,
+			"PATH=" + os.Getenv("PATH"),
+		}})
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
-			t.Logf("s3test: last lines of the versitygw log %s:\n%s", s.logPath, s.logTail(60))
+			t.Logf("s3test: last lines of the versitygw log %s:\n%s", filepath.Join(home, "versitygw.log"), s.proc.LogTail(60))
 		}
 	})
-	// Another process may take the free port before versitygw binds it;
-	// try a few ports before giving up.
-	for attempt := 0; attempt < 3; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			t.Fatalf("s3test: %v", err)
+	if _, err := proctest.OnFreePort(func(port int) error {
+		s.port = port
+		if err := s.start(); err != nil {
+			s.Stop()
+			return err
 		}
-		if err = s.start(); err == nil {
-			return s
-		}
-		s.Stop()
+		return nil
+	}); err != nil {
+		t.Fatalf("s3test: %v", err)
 	}
-	t.Fatalf("s3test: %v", err)
-	return nil
+	return s
 }
 
 // Endpoint is the server's URL, for [s3] endpoint or AWS_ENDPOINT_URL_S3.
@@ -144,17 +143,7 @@ func (s *Server) ClientEnv() []string {
 // Stop kills the server (SIGKILL, as a crash would) and waits for it to
 // exit; clients see their connections drop. Stopping a stopped server
 // does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (s *Server) Stop() { s.proc.Kill() }
 
 // Restart stops the server if it runs and starts it again on the same
 // port and directory. It fails the test if the server does not come back.
@@ -167,76 +156,19 @@ func (s *Server) Restart() {
 }
 
 func (s *Server) start() error {
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("s3test: %w", err)
-	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== s3test: starting on %s at %s\n", s.Addr(), time.Now().Format(time.RFC3339Nano))
 	// Listen on loopback only; no admin port, web UI or IAM directory is
 	// configured, so the S3 port is all it opens.
-	cmd := exec.Command(s.bin, "--port", s.Addr(), "--region", Region, "--quiet", "posix", s.dir)
-	cmd.Dir = s.home
-	cmd.Env = []string{
-		"ROOT_ACCESS_KEY=" + AccessKey,
-		"ROOT_SECRET_KEY=" + SecretKey,
-		"HOME=" + s.home,
-		"PATH=" + os.Getenv("PATH"),
+	s.proc.SetArgs("--port", s.Addr(), "--region", Region, "--quiet", "posix", s.dir)
+	if err := s.proc.Start(); err != nil {
+		return fmt.Errorf("s3test: %w (%s)", err, installMsg)
 	}
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("s3test: starting %s: %w (%s)", s.bin, err, installMsg)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
-
 	client := &http.Client{Timeout: 500 * time.Millisecond}
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		// Any HTTP answer (an anonymous request is refused) means the
-		// server is up.
-		resp, err := client.Get(s.Endpoint() + "/")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("s3test: versitygw exited before serving; log %s:\n%s", s.logPath, s.logTail(40))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("s3test: versitygw not ready on %s after %v (last: %v); log %s:\n%s",
-				s.Addr(), readyTimeout, err, s.logPath, s.logTail(40))
-		}
-	}
-}
-
-func (s *Server) logTail(n int) string {
-	b, err := os.ReadFile(s.logPath)
+	// Any HTTP answer (an anonymous request is refused) means the server
+	// is up.
+	err := s.proc.WaitReady(context.Background(), readyTimeout, 20*time.Millisecond,
+		proctest.HTTPReady(client, s.Endpoint()+"/", func(int) bool { return true }))
 	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
+		return fmt.Errorf("s3test: versitygw on %s: %w", s.Addr(), err)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return nil
 }

@@ -2,6 +2,7 @@ package wait
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -16,5 +17,29 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Poll calls cond every interval until cond reports done, and returns
+// cond's error then: nil when the condition holds, an error when it
+// never will. An error with done false is passing (not up yet); the last
+// one is named in the error Poll returns, wrapping ctx.Err(), when ctx
+// ends first. Bound the wait with a ctx deadline.
+func Poll(ctx context.Context, interval time.Duration, cond func(ctx context.Context) (done bool, err error)) error {
+	var last error
+	for {
+		done, err := cond(ctx)
+		if done {
+			return err
+		}
+		if err != nil {
+			last = err
+		}
+		if err := Sleep(ctx, interval); err != nil {
+			if last != nil {
+				return fmt.Errorf("%w (last error: %v)", err, last)
+			}
+			return err
+		}
 	}
 }

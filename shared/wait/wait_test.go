@@ -3,6 +3,7 @@ package wait
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,5 +31,27 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 	defer cancel()
 	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("sleep past the deadline returned %v", err)
+	}
+}
+
+// TestPoll: Poll returns once cond holds, at once with a final error,
+// and on ctx's end with the last passing error named.
+func TestPoll(t *testing.T) {
+	n := 0
+	if err := Poll(context.Background(), time.Millisecond, func(context.Context) (bool, error) {
+		n++
+		return n == 3, nil
+	}); err != nil || n != 3 {
+		t.Fatalf("Poll = %v after %d calls; want nil after 3", err, n)
+	}
+	final := errors.New("never")
+	if err := Poll(context.Background(), time.Hour, func(context.Context) (bool, error) { return true, final }); err != final {
+		t.Fatalf("Poll = %v; want %v", err, final)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := Poll(ctx, time.Millisecond, func(context.Context) (bool, error) { return false, errors.New("not yet") })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not yet") {
+		t.Fatalf("Poll = %v; want the deadline and the last error", err)
 	}
 }

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"spangle/shared/proctest"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,15 +39,15 @@ const readyTimeout = 60 * time.Second
 // Server is one standalone ZooKeeper server process. Its methods are safe
 // for concurrent use.
 type Server struct {
-	t       testing.TB // nil for a server from Run
-	dir     string
-	logPath string
-	port    int
-	opts    Options
+	t    testing.TB // nil for a server from Run
+	dir  string
+	port int // set before proc starts
+	proc *proctest.Supervisor
+	opts Options
+	// optsErr is why opts cannot be applied; launch fails with it.
+	optsErr error
 
 	mu      sync.Mutex
-	cmd     *exec.Cmd     // guarded by mu; nil while stopped
-	exited  chan struct{} // guarded by mu; closed when cmd has exited
 	started time.Duration // guarded by mu; how long the last start took
 }
 
@@ -71,7 +73,7 @@ type Options struct {
 // StartWith is Start with opts.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	s := &Server{t: t, dir: t.TempDir(), opts: opts}
+	s := newServer(t, t.TempDir(), opts)
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -89,34 +91,61 @@ func StartWith(t testing.TB, opts Options) *Server {
 // exist. The caller stops it with Stop. Restart is for servers from
 // Start only.
 func Run(dir string) (*Server, error) {
-	s := &Server{dir: dir}
+	s := newServer(nil, dir, Options{})
 	if err := s.launch(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// newServer returns a server of dir, not started: java running
+// ZooKeeper on dir/zoo.cfg.
+func newServer(t testing.TB, dir string, opts Options) *Server {
+	cp := zkJar
+	if _, err := os.Stat(loggerJar); err == nil {
+		cp += ":" + loggerJar
+	}
+	// Flags chosen for a fast start and a small footprint: a test server
+	// needs neither the optimizing compiler nor a large heap.
+	args := []string{
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms16m", "-Xmx256m",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+	}
+	var optsErr error
+	if opts.Super != "" {
+		d, err := superDigest(opts.Super)
+		if err != nil {
+			optsErr = err
+		}
+		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+d)
+	}
+	args = append(args, "-cp", cp, mainClass, filepath.Join(dir, "zoo.cfg"))
+	return &Server{t: t, dir: dir, opts: opts, optsErr: optsErr,
+		proc: proctest.NewSupervisor(proctest.Spec{Path: "java", Args: args, Dir: dir, Log: filepath.Join(dir, "zookeeper.log")})}
+}
+
 // launch checks that ZooKeeper is installed and starts it on a free port.
 func (s *Server) launch() error {
+	if s.optsErr != nil {
+		return s.optsErr
+	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return fmt.Errorf("%s: java not found: %w", installMsg, err)
 	}
 	if _, err := os.Stat(zkJar); err != nil {
 		return fmt.Errorf("%s: %w", installMsg, err)
 	}
-	s.logPath = filepath.Join(s.dir, "zookeeper.log")
-	// Another process may take the free port before java binds it; try a
-	// few ports before giving up.
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			return fmt.Errorf("zktest: %w", err)
+	_, err := proctest.OnFreePort(func(port int) error {
+		s.port = port
+		if err := s.start(); err != nil {
+			s.Stop()
+			return err
 		}
-		if err = s.start(); err == nil {
-			return nil
-		}
-		s.Stop()
-	}
+		return nil
+	})
 	return err
 }
 
@@ -136,17 +165,7 @@ func (s *Server) StartDuration() time.Duration {
 // Stop kills the server (SIGKILL, as a crash would) and waits for it to
 // exit. Clients see their connection drop. Stopping a stopped server does
 // nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (s *Server) Stop() { s.proc.Kill() }
 
 // Restart stops the server if it runs and starts it again on the same
 // port with the same data directory, so persistent znodes and sessions
@@ -167,79 +186,29 @@ func (s *Server) FourLetter(cmd string) (string, error) {
 }
 
 func (s *Server) start() error {
-	cfg, err := s.writeConfig()
-	if err != nil {
+	if err := s.writeConfig(); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("zktest: %w", err)
+	if err := s.proc.Start(); err != nil {
+		return fmt.Errorf("zktest: %w (%s)", err, installMsg)
 	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== zktest: starting on %s at %s\n", s.Addr(), time.Now().Format(time.RFC3339Nano))
-	cp := zkJar
-	if _, err := os.Stat(loggerJar); err == nil {
-		cp += ":" + loggerJar
-	}
-	// Flags chosen for a fast start and a small footprint: a test server
-	// needs neither the optimizing compiler nor a large heap.
-	args := []string{
-		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms16m", "-Xmx256m",
-		"-Djava.net.preferIPv4Stack=true",
-		"-Dzookeeper.jmx.log4j.disable=true",
-		"-Dorg.slf4j.simpleLogger.showDateTime=true",
-		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-	}
-	if s.opts.Super != "" {
-		d, err := superDigest(s.opts.Super)
-		if err != nil {
-			return err
-		}
-		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+d)
-	}
-	cmd := exec.Command("java", append(args, "-cp", cp, mainClass, cfg)...)
-	cmd.Dir = s.dir
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	setProcAttr(cmd)
-	begin := time.Now()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("zktest: starting java: %w (%s)", err, installMsg)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
-
-	deadline := time.Now().Add(readyTimeout)
-	for {
+	err := s.proc.WaitReady(context.Background(), readyTimeout, 20*time.Millisecond, func(context.Context) (bool, error) {
 		// A short deadline: a server still starting may answer without
 		// closing the socket.
 		out, err := fourLetter(s.Addr(), "srvr", 300*time.Millisecond)
-		if err == nil && strings.Contains(out, "Mode: standalone") {
-			s.mu.Lock()
-			s.started = time.Since(begin)
-			s.mu.Unlock()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("zktest: server exited before serving; log %s:\n%s", s.logPath, s.logTail(40))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("zktest: server not ready on %s after %v (last: %v); log %s:\n%s",
-				s.Addr(), readyTimeout, err, s.logPath, s.logTail(40))
-		}
+		return err == nil && strings.Contains(out, "Mode: standalone"), err
+	})
+	if err != nil {
+		return fmt.Errorf("zktest: server on %s: %w", s.Addr(), err)
 	}
+	s.mu.Lock()
+	s.started = time.Since(s.proc.Started())
+	s.mu.Unlock()
+	return nil
 }
 
-// writeConfig writes the server's config and returns its path.
-func (s *Server) writeConfig() (string, error) {
+// writeConfig writes the server's config, dir/zoo.cfg.
+func (s *Server) writeConfig() error {
 	data := filepath.Join(s.dir, "data")
 	cfg := strings.Join([]string{
 		"tickTime=" + strconv.Itoa(int(TickTime/time.Millisecond)),
@@ -255,27 +224,14 @@ func (s *Server) writeConfig() (string, error) {
 		"forceSync=no",
 		"",
 	}, "\n")
-	path := filepath.Join(s.dir, "zoo.cfg")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		return "", fmt.Errorf("zktest: %w", err)
+	if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("zktest: %w", err)
 	}
-	return path, nil
-}
-
-func (s *Server) logTail(n int) string {
-	b, err := os.ReadFile(s.logPath)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return nil
 }
 
 func (s *Server) printLog() {
-	s.t.Logf("zktest: last lines of the ZooKeeper log %s:\n%s", s.logPath, s.logTail(150))
+	s.t.Logf("zktest: last lines of the ZooKeeper log %s:\n%s", filepath.Join(s.dir, "zookeeper.log"), s.proc.LogTail(150))
 }
 
 // fourLetter sends cmd and reads the answer until the server closes.
@@ -294,13 +250,4 @@ func fourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 		return buf.String(), fmt.Errorf("zktest: %s: %w", cmd, err)
 	}
 	return buf.String(), nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

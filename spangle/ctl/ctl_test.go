@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"spangle/shared/proctest"
-	"spangle/shared/seqfile"
 	"spangle/shared/source"
+	"spangle/shared/versiontest"
 )
 
 var storagedBin string
@@ -26,27 +26,8 @@ func TestMain(m *testing.M) {
 // writeVersion writes a one-file version whose only record is k=<version>.
 func writeVersion(t *testing.T, root, db, version string) {
 	t.Helper()
-	dir := filepath.Join(root, db, version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(dir, "part-00000"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := seqfile.NewWriter(f, seqfile.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Append([]byte("k"), []byte(version)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	versiontest.For(t).Write(root, db, version, versiontest.Options{InPlace: true, NoSuccess: true},
+		[]versiontest.Record{{Key: []byte("k"), Value: []byte(version)}})
 }
 
 func TestPinChecks(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"spangle/shared/nodetest"
 	"spangle/shared/seqfile"
 	"spangle/storaged/config"
 	"spangle/storaged/internal/testutil"
@@ -34,13 +35,7 @@ func httpGet(t *testing.T, url string) (int, string, http.Header) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	nodetest.WaitFor(t, 20*time.Second, what, cond)
 }
 
 func TestInProcessServesTestdata(t *testing.T) {

@@ -1,19 +1,16 @@
 package integration
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"io"
+	"context"
+	"errors"
 	"net/http"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"spangle/shared/nodetest"
 	"spangle/shared/proctest"
 	"spangle/shared/wire"
 )
@@ -41,6 +38,9 @@ type node struct {
 	store string // its local store
 }
 
+// handle is the handle on the node's HTTP port.
+func (n *node) handle() *nodetest.Node { return nodetest.New(n.addr) }
+
 // startNode runs storaged in cluster mode against ZooKeeper at zkAddr on
 // source, listening (and advertised) on a free loopback port. It does not
 // wait for anything.
@@ -60,72 +60,37 @@ func startNode(t testing.TB, zkAddr, source string, extra ...string) *node {
 // refresh makes the node re-scan its source (SIGHUP).
 func (n *node) refresh() { n.Signal(syscall.SIGHUP) }
 
+// client is for the requests the node handle does not make (a batch).
 var client = &http.Client{Timeout: 5 * time.Second}
 
 // status fetches the node's status JSON.
-func (n *node) status() (wire.NodeStatus, error) {
-	var st wire.NodeStatus
-	req, _ := http.NewRequest("GET", "http://"+n.addr+"/", nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return st, fmt.Errorf("status: %s", resp.Status)
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
-}
+func (n *node) status() (wire.NodeStatus, error) { return n.handle().Status(context.Background()) }
 
 // state is db/version's /healthz state on the node, "" if unknown.
 func (n *node) state(db, version string) string {
-	resp, err := client.Get("http://" + n.addr + wire.PathHealth)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var h map[string]map[string]wire.Health
-	if json.NewDecoder(resp.Body).Decode(&h) != nil {
-		return ""
-	}
-	return h[db][version].State
+	return n.handle().State(context.Background(), db, version)
 }
 
 // get looks a key up; it returns the status, the body and the version.
 func (n *node) get(db, key string) (int, string, string, error) {
-	resp, err := client.Get("http://" + n.addr + "/" + db + "/" + key)
-	if err != nil {
-		return 0, "", "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header.Get(wire.HeaderVersion), err
+	a, err := n.handle().Get(context.Background(), db, key)
+	return a.Code, a.Body, a.Version, err
 }
 
 // waitFor polls cond until it holds or d passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	nodetest.WaitFor(t, d, what, cond)
 }
 
 // waitActive waits until db/version is ACTIVE on every node.
 func waitActive(t testing.TB, d time.Duration, db, version string, nodes ...*node) {
 	t.Helper()
-	waitFor(t, d, db+"/"+version+" ACTIVE on every node", func() bool {
-		for _, n := range nodes {
-			if n.state(db, version) != wire.StateActive {
-				return false
-			}
-		}
-		return true
-	})
+	handles := make([]*nodetest.Node, len(nodes))
+	for i, n := range nodes {
+		handles[i] = n.handle()
+	}
+	nodetest.WaitActive(t, d, db, version, handles...)
 }
 
 // addrs returns the nodes' addresses, sorted: their shard ids.
@@ -139,14 +104,9 @@ func addrs(nodes ...*node) []string {
 }
 
 // healthz is the node's /healthz, nil when it cannot be read.
-func (n *node) healthz() map[string]map[string]wire.Health {
-	resp, err := client.Get("http://" + n.addr + wire.PathHealth)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var h map[string]map[string]wire.Health
-	if json.NewDecoder(resp.Body).Decode(&h) != nil {
+func (n *node) healthz() nodetest.Health {
+	h, err := n.handle().Health(context.Background())
+	if err != nil && !errors.Is(err, nodetest.ErrUnhealthy) {
 		return nil
 	}
 	return h
@@ -161,20 +121,9 @@ func (n *node) health(version string) wire.Health {
 // its labels as the exposition format writes them
 // (`name{label="value"}`); -1 when it is not there.
 func (n *node) metric(series string) float64 {
-	resp, err := client.Get("http://" + n.addr + wire.PathMetrics)
-	if err != nil {
+	v, ok, err := n.handle().Metric(context.Background(), series)
+	if !ok || err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return -1
-			}
-			return f
-		}
-	}
-	return -1
+	return v
 }

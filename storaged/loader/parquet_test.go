@@ -13,10 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"spangle/shared/parquetkv"
+	"spangle/shared/versiontest"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/table"
 )
@@ -25,39 +25,10 @@ import (
 // round-robin (not by partition) over files Spark-named Parquet files.
 func writeParquetVersion(t *testing.T, root, db, version string, files, n int) {
 	t.Helper()
-	dir := filepath.Join(root, db, version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir := versiontest.For(t).Write(root, db, version, versiontest.Options{Format: versiontest.Parquet, Files: files, Layout: versiontest.RoundRobin, InPlace: true},
+		versiontest.Numbered(n, "k%d", "v%d"))
+	if err := os.WriteFile(filepath.Join(dir, ".part-00000.crc"), nil, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	sc := arrow.NewSchema([]arrow.Field{{Name: "key", Type: arrow.BinaryTypes.String}, {Name: "value", Type: arrow.BinaryTypes.Binary}}, nil)
-	for f := 0; f < files; f++ {
-		fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%05d-0f1e-c000.snappy.parquet", f)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := pqarrow.NewFileWriter(sc, fh, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy)), pqarrow.DefaultWriterProps())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := array.NewRecordBuilder(memory.NewGoAllocator(), sc)
-		for i := f; i < n; i += files {
-			b.Field(0).(*array.StringBuilder).Append(fmt.Sprint("k", i))
-			b.Field(1).(*array.BinaryBuilder).Append([]byte(fmt.Sprint("v", i)))
-		}
-		rec := b.NewRecordBatch()
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-		b.Release()
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, side := range []string{"_SUCCESS", ".part-00000.crc"} {
-		if err := os.WriteFile(filepath.Join(dir, side), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"spangle/shared/hashring"
-	"spangle/shared/seqfile"
+	"spangle/shared/sparkey"
+	"spangle/shared/versiontest"
 )
 
 // BenchKey is key i of the benchmark dataset.
@@ -32,18 +33,8 @@ func BenchValue(v []byte, i int) {
 // are dealt over the files in random order. It returns the root.
 func BenchDataset(b testing.TB, n, files int, sharded bool) string {
 	b.Helper()
-	root := filepath.Join(os.TempDir(), fmt.Sprintf("spangle-bench-%d-%d-%v", n, files, sharded))
-	dir := filepath.Join(root, "bench", "1")
-	if _, err := os.Stat(filepath.Join(dir, "_SUCCESS")); err == nil {
-		return root
-	}
-	os.RemoveAll(root)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
 	order := rand.New(rand.NewSource(42)).Perm(n)
-	val := make([]byte, 100)
-	for f := 0; f < files; f++ {
+	return benchDataset(b, fmt.Sprintf("spangle-bench-%d-%d-%v", n, files, sharded), versiontest.Options{Files: files}, func(f int) []int {
 		var ids []int
 		for _, i := range order {
 			if (sharded && hashring.Partition(BenchKey(i), files) == f) || (!sharded && i%files == f) {
@@ -54,26 +45,47 @@ func BenchDataset(b testing.TB, n, files int, sharded bool) string {
 			// Keys are zero-padded, so numeric order is key order.
 			slices.Sort(ids)
 		}
-		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%05d", f)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, err := seqfile.NewWriter(out, seqfile.WriterOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, i := range ids {
-			BenchValue(val, i)
-			if err := w.Append(BenchKey(i), val); err != nil {
-				b.Fatal(err)
+		return ids
+	})
+}
+
+// BenchSparkeyDataset is BenchDataset's keys and values as a Sparkey
+// version of files partitions with Snappy blocks of 4 KiB (what
+// libsparkey users write), generated once and kept in the temp dir.
+func BenchSparkeyDataset(b testing.TB, n, files int) string {
+	b.Helper()
+	o := versiontest.Options{Format: versiontest.Sparkey, Files: files, Sparkey: sparkey.WriterOptions{Compression: sparkey.Snappy}}
+	return benchDataset(b, fmt.Sprintf("spangle-bench-sparkey-%d-%d", n, files), o, func(f int) []int {
+		var ids []int
+		for i := 0; i < n; i++ {
+			if hashring.Partition(BenchKey(i), files) == f {
+				ids = append(ids, i) // ascending i is ascending key
 			}
 		}
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
-		out.Close()
+		return ids
+	})
+}
+
+// benchDataset writes (once, cached as name under the system temp dir)
+// db "bench", version "1", file f holding the keys ids(f) in order, and
+// returns the root.
+func benchDataset(b testing.TB, name string, o versiontest.Options, ids func(f int) []int) string {
+	root := filepath.Join(os.TempDir(), name)
+	if _, err := os.Stat(filepath.Join(root, "bench", "1", "_SUCCESS")); err == nil {
+		return root
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644); err != nil {
+	os.RemoveAll(root)
+	_, err := versiontest.WriteFunc(root, "bench", "1", o, func(f int, put func(k, v []byte) error) error {
+		val := make([]byte, 100)
+		for _, i := range ids(f) {
+			BenchValue(val, i)
+			if err := put(BenchKey(i), val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 	return root

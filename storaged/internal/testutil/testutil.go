@@ -1,14 +1,12 @@
 package testutil
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 
-	"spangle/shared/hashring"
 	"spangle/shared/seqfile"
+	"spangle/shared/versiontest"
 )
 
 // TestData returns <repo root>/../shared/testdata, the Hadoop-written files
@@ -39,87 +37,33 @@ func TestData(t testing.TB) string {
 }
 
 // Record is one key and value.
-type Record struct{ Key, Value []byte }
+type Record = versiontest.Record
 
 // Layout says how WriteVersion spreads records over files.
-type Layout int
+type Layout = versiontest.Layout
 
 const (
 	// Sharded writes each partition's records, sorted, to its own file,
 	// as a Hadoop job with spangle's partitioner would.
-	Sharded Layout = iota
+	Sharded = versiontest.Sharded
 	// RoundRobin deals records over files in the given order.
-	RoundRobin
+	RoundRobin = versiontest.RoundRobin
 )
 
 // WriteVersion writes records as a version of n files under
 // root/db/version, with the given layout and options, and a _SUCCESS file.
 func WriteVersion(t testing.TB, root, db, version string, n int, layout Layout, opts seqfile.WriterOptions, recs []Record) string {
 	t.Helper()
-	// Written aside and renamed into place, as a job's output commits: a
-	// daemon scanning meanwhile sees the whole version or none of it.
-	final := filepath.Join(root, db, version)
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(filepath.Dir(final), "_tmp-"+version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := os.Rename(dir, final); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	files := make([][]Record, n)
-	for i, r := range recs {
-		f := i % n
-		if layout == Sharded {
-			f = hashring.Partition(r.Key, n)
-		}
-		files[f] = append(files[f], r)
-	}
-	for i, fr := range files {
-		if layout == Sharded {
-			sort.SliceStable(fr, func(a, b int) bool { return string(fr[a].Key) < string(fr[b].Key) })
-		}
-		WriteFile(t, filepath.Join(dir, fmt.Sprintf("part-%05d", i)), opts, fr)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "_SUCCESS"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return final
+	return versiontest.For(t).Write(root, db, version, versiontest.Options{Files: n, Layout: layout, Sort: layout == Sharded, SeqFile: opts}, recs)
 }
 
 // WriteFile writes one SequenceFile.
 func WriteFile(t testing.TB, path string, opts seqfile.WriterOptions, recs []Record) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := seqfile.NewWriter(f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Append(r.Key, r.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	versiontest.For(t).File(path, versiontest.Options{SeqFile: opts}, recs)
 }
 
 // Records returns n records "key-<i>" -> "value-<i>-<version>".
 func Records(n int, version string) []Record {
-	recs := make([]Record, n)
-	for i := range recs {
-		recs[i] = Record{Key: []byte(fmt.Sprintf("key-%06d", i)), Value: []byte(fmt.Sprintf("value-%d-%s", i, version))}
-	}
-	return recs
+	return versiontest.Numbered(n, "key-%06d", "value-%d-"+version)
 }

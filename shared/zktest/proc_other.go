@@ -1,7 +1,0 @@
-//go:build !linux
-
-package zktest
-
-import "os/exec"
-
-func setProcAttr(cmd *exec.Cmd) {}
