@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
 	"spangle/shared/versiontest"
@@ -151,7 +151,7 @@ func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 		val := make([]byte, o.ValueSize)
 		for i := 0; i < o.Keys; i++ {
 			key = AppendKey(key[:0], i)
-			if hashring.Partition(key, o.Files) != part {
+			if partitioner.Partition(key, o.Files) != part {
 				continue
 			}
 			if i%65536 == 0 && ctx.Err() != nil {

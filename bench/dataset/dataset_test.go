@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
 )
@@ -51,8 +51,8 @@ func TestWriteIsPreShardedAndDecodes(t *testing.T) {
 				var prev []byte
 				for r.Next() {
 					k := r.Key()
-					if hashring.Partition(k, files) != f {
-						t.Fatalf("%s holds %q of partition %d", path, k, hashring.Partition(k, files))
+					if partitioner.Partition(k, files) != f {
+						t.Fatalf("%s holds %q of partition %d", path, k, partitioner.Partition(k, files))
 					}
 					if prev != nil && bytes.Compare(prev, k) >= 0 {
 						t.Fatalf("%s: %q after %q", path, k, prev)
@@ -119,7 +119,7 @@ func TestWriteSparkey(t *testing.T) {
 		}
 		var prev []byte
 		for r.Next() {
-			if hashring.Partition(r.Key(), files) != f || bytes.Compare(prev, r.Key()) >= 0 {
+			if partitioner.Partition(r.Key(), files) != f || bytes.Compare(prev, r.Key()) >= 0 {
 				t.Fatalf("%s: key %q out of place", logPath, r.Key())
 			}
 			i, _ := strconv.Atoi(string(r.Key()[len("key-"):]))

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 )
 
 // parquetBatch is how many rows are written at once.
@@ -94,7 +94,7 @@ func writeParquet(ctx context.Context, path string, part int, o Options) (int64,
 	rows := 0
 	for i := 0; i < o.Keys; i++ {
 		key = AppendKey(key[:0], i)
-		if hashring.Partition(key, o.Files) != part {
+		if partitioner.Partition(key, o.Files) != part {
 			continue
 		}
 		if i%65536 == 0 && ctx.Err() != nil {

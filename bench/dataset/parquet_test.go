@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"spangle/shared/hashring"
 	"spangle/shared/parquetkv"
+	"spangle/shared/partitioner"
 )
 
 // TestWriteParquet: both Parquet datasets hold every key once, in its
@@ -45,7 +45,7 @@ func TestWriteParquet(t *testing.T) {
 				}
 				for r.Next() {
 					n++
-					if p := hashring.Partition(r.Key(), 3); p != part {
+					if p := partitioner.Partition(r.Key(), 3); p != part {
 						t.Fatalf("%s in file %d, of partition %d", r.Key(), part, p)
 					}
 					if format == FormatParquet {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/sparkey"
 	"spangle/shared/versiontest"
 )
@@ -148,7 +148,7 @@ func Rewrite(root string, s Spec) error {
 	}
 	byPart := make([][]versiontest.Record, s.Partitions)
 	for _, r := range records(s) {
-		p := hashring.Partition(r.Key, s.Partitions)
+		p := partitioner.Partition(r.Key, s.Partitions)
 		byPart[p] = append(byPart[p], r)
 	}
 	for p, recs := range byPart {

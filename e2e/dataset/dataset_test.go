@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
 )
@@ -46,7 +46,7 @@ func TestWritePreSharded(t *testing.T) {
 			t.Fatalf("partition %d: %v", p, err)
 		}
 		for k, v := range recs {
-			if got := hashring.Partition([]byte(k), 4); got != p {
+			if got := partitioner.Partition([]byte(k), 4); got != p {
 				t.Errorf("key %s in file %d, partition %d", k, p, got)
 			}
 			if v != Value("v1", k) {
@@ -156,7 +156,7 @@ func TestWriteSparkey(t *testing.T) {
 		}
 		for r.Next() {
 			k := string(r.Key())
-			if hashring.Partition(r.Key(), 4) != p || string(r.Value()) != Value("v1", k) {
+			if partitioner.Partition(r.Key(), 4) != p || string(r.Value()) != Value("v1", k) {
 				t.Fatalf("%s: %q = %q in partition %d", base, k, r.Value(), p)
 			}
 			n++

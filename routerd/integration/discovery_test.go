@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"spangle/routerd/config"
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/topo"
 	"spangle/shared/topo/statictopo"
 	"spangle/shared/topo/zktopo"
@@ -93,7 +93,7 @@ func TestZooKeeperDiscovery(t *testing.T) {
 				st := rd.r.Server().Status(testDB)
 				t.Fatalf("%s: GET %s = %d %q; status %+v", when, key, code, body, st)
 			}
-			p := hashring.Partition([]byte(key), testParts)
+			p := partitioner.Partition([]byte(key), testParts)
 			if got := hdr.Get(wire.HeaderProxiedTo); got != holder[p] {
 				t.Fatalf("%s: %s (partition %d) answered by %s, registered holder %s", when, key, p, got, holder[p])
 			}

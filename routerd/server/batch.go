@@ -15,7 +15,7 @@ import (
 
 	"spangle/routerd/cache"
 	"spangle/routerd/proxy"
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -105,7 +105,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 			outs[i] = outcome{found: a.resp.Status == http.StatusOK, value: a.resp.Body, addr: a.resp.Addr}
 			continue
 		}
-		p := hashring.Partition([]byte(k.key), v.NumPartitions)
+		p := partitioner.Partition([]byte(k.key), v.NumPartitions)
 		groups[p] = append(groups[p], i)
 	}
 	// One deadline for the whole batch: groups run at once, and a retry

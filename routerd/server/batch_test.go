@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"spangle/routerd/proxy"
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -142,9 +142,9 @@ func TestBatchGroupsByPartition(t *testing.T) {
 		t.Fatalf("%d upstream requests for 2 partitions: %+v", len(calls), calls)
 	}
 	for _, c := range calls {
-		p := hashring.Partition([]byte(c.keys[0]), 2)
+		p := partitioner.Partition([]byte(c.keys[0]), 2)
 		for _, k := range c.keys {
-			if hashring.Partition([]byte(k), 2) != p {
+			if partitioner.Partition([]byte(k), 2) != p {
 				t.Fatalf("one request mixes partitions: %q", c.keys)
 			}
 		}

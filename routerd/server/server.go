@@ -17,8 +17,8 @@ import (
 	"spangle/routerd/partmap"
 	"spangle/routerd/proxy"
 	"spangle/shared/buildinfo"
-	"spangle/shared/hashring"
 	sharedmetrics "spangle/shared/metrics"
+	"spangle/shared/partitioner"
 	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
@@ -281,7 +281,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, t wire.Target) i
 	ck := cache.Key{DB: t.DB, Version: version, Key: t.KeyString}
 	a, ok := s.cache.Cached(ck)
 	if !ok {
-		replicas := registered(st.Map, v.Replicas[hashring.Partition(t.Key, v.NumPartitions)])
+		replicas := registered(st.Map, v.Replicas[partitioner.Partition(t.Key, v.NumPartitions)])
 		if len(replicas) == 0 {
 			h[wire.HeaderVersion] = []string{version}
 			if pinned {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"spangle/routerd/proxy"
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -231,7 +231,7 @@ func TestLookupFailures(t *testing.T) {
 	f.set("a:1", 0)
 	var key1 string
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
-		if hashring.Partition([]byte(k), 2) == 1 {
+		if partitioner.Partition([]byte(k), 2) == 1 {
 			key1 = k
 		}
 	}

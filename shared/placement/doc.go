@@ -1,6 +1,6 @@
 // Package placement decides which shard ids should hold which partition
 // copies of a version: it is the one home of "who holds which
-// partition". (Which partition a key is in is shared/hashring's.)
+// partition". (Which partition a key is in is shared/partitioner's.)
 //
 // A Strategy turns the live shard ids, the number of partitions and the
 // replication into a Placement, given the previous Placement so that a

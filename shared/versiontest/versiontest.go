@@ -10,7 +10,7 @@ import (
 	"sort"
 	"sync"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
 )
@@ -37,7 +37,7 @@ const (
 type Layout int
 
 const (
-	// Sharded puts the records of partition p (hashring.Partition with
+	// Sharded puts the records of partition p (partitioner.Partition with
 	// the file count) in file p, as a Hadoop job with spangle's
 	// partitioner writes them.
 	Sharded Layout = iota
@@ -120,7 +120,7 @@ func spread(recs []Record, n int, layout Layout) [][]Record {
 	for i, r := range recs {
 		f := i % n
 		if layout == Sharded {
-			f = hashring.Partition(r.Key, n)
+			f = partitioner.Partition(r.Key, n)
 		}
 		files[f] = append(files[f], r)
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"spangle/shared/hashring"
 	"spangle/shared/parquetkv"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
 	"spangle/shared/versiontest"
@@ -87,7 +87,7 @@ func TestEveryFormatReadsBack(t *testing.T) {
 		for p := 0; p < 3; p++ {
 			got := readFile(t, f, filepath.Join(dir, versiontest.FileName(f, p)))
 			for i, r := range got {
-				if hashring.Partition(r.Key, 3) != p || string(r.Value) != want[string(r.Key)] {
+				if partitioner.Partition(r.Key, 3) != p || string(r.Value) != want[string(r.Key)] {
 					t.Errorf("format %d file %d: %q=%q", f, p, r.Key, r.Value)
 				}
 				if i > 0 && string(got[i-1].Key) >= string(r.Key) {

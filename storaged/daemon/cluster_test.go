@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/placement"
 	"spangle/shared/seqfile"
 	"spangle/shared/topo/memtopo"
@@ -88,7 +88,7 @@ func TestClusterModeInProcess(t *testing.T) {
 		for i := 0; i < len(recs); i += 13 {
 			key := recs[i]
 			code, body, _ := httpGet(t, "http://"+d.Addr+"/db/"+string(key.Key))
-			p := hashring.Partition(key.Key, 6)
+			p := partitioner.Partition(key.Key, 6)
 			switch {
 			case held[p] && (code != 200 || body != string(key.Value)):
 				t.Fatalf("%s: held key %s -> %d %q", d.Addr, key.Key, code, body)

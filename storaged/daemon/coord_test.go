@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/placement"
 	"spangle/shared/seqfile"
 	"spangle/shared/topo"
@@ -194,7 +194,7 @@ func readLoopN(w interface{ Map() *topo.Map }, recs []testutil.Record, n int, st
 		}
 		key := recs[i].Key
 		ok := false
-		for _, addr := range w.Map().Replicas("db", "v1", hashring.Partition(key, n)) {
+		for _, addr := range w.Map().Replicas("db", "v1", partitioner.Partition(key, n)) {
 			resp, err := client.Get("http://" + addr + "/db/" + string(key))
 			if err != nil {
 				continue

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/topo"
 	"spangle/storaged/internal/testutil"
@@ -36,7 +36,7 @@ func keyOf(i int) string { return fmt.Sprintf("key-%06d", i) }
 
 func valueOf(i int, version string) string { return fmt.Sprintf("value-%d-%s", i, version) }
 
-func partitionOf(i int) int { return hashring.Partition([]byte(keyOf(i)), testParts) }
+func partitionOf(i int) int { return partitioner.Partition([]byte(keyOf(i)), testParts) }
 
 // zkChildren lists a znode's children straight from ZooKeeper, sorted.
 // A missing znode has none.

@@ -2,7 +2,7 @@
 // databases in the local store: it is where a partition is loaded.
 //
 // A version of N data files has N partitions, and a key belongs to
-// partition hashring.Partition(key, N). Hadoop jobs usually write one
+// partition partitioner.Partition(key, N). Hadoop jobs usually write one
 // partition per file, sorted by key, though not always the partition of
 // the file's own index, so the loader checks rather than trusts:
 //

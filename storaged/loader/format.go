@@ -63,7 +63,7 @@ func (in Input) Path(f source.File) string { return in.db + "/" + in.version + "
 // Layout is a version's files as a format reads them.
 type Layout struct {
 	Format Format
-	// Partitions is N: keys belong to hashring.Partition(key, N).
+	// Partitions is N: keys belong to partitioner.Partition(key, N).
 	Partitions int
 	// Units are read in parallel, each by one goroutine. When Duplicates
 	// is not DuplicatesAny, their order is the order "first" and "last"

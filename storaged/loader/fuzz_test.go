@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/storaged/internal/testutil"
@@ -66,7 +66,7 @@ func FuzzLoadFile(f *testing.F) {
 				t.Fatalf("load succeeded on a corrupt file: %v", r.Err())
 			}
 			for k := range last {
-				if _, err := parts[hashring.Partition([]byte(k), n)].Get(nil, []byte(k)); err != nil {
+				if _, err := parts[partitioner.Partition([]byte(k), n)].Get(nil, []byte(k)); err != nil {
 					t.Fatalf("key %q lost: %v", k, err)
 				}
 			}

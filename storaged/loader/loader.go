@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/source"
 	"spangle/storaged/table"
 )
@@ -305,7 +305,7 @@ func (st *loadState) readFile(ctx context.Context, unit int) error {
 			}
 		}
 		key, val := r.Key(), r.Value()
-		p := hashring.Partition(key, st.n)
+		p := partitioner.Partition(key, st.n)
 		if u.Partition >= 0 && p != u.Partition {
 			return fmt.Errorf("%w: %s: the key at byte %d belongs to partition %d of %d, the file is of partition %d",
 				ErrWrongPartition, st.in.Path(u.Files[0]), r.Offset(), p, st.n, u.Partition)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/storaged/internal/testutil"
@@ -57,7 +57,7 @@ func load(t *testing.T, root, db, version string, held []int, opts Options) (Res
 }
 
 func get(parts []*table.Partition, key []byte) ([]byte, error) {
-	p := parts[hashring.Partition(key, len(parts))]
+	p := parts[partitioner.Partition(key, len(parts))]
 	if p == nil {
 		return nil, errors.New("not held")
 	}
@@ -128,7 +128,7 @@ func TestFileThatStopsBeingSharded(t *testing.T) {
 	testutil.WriteVersion(t, root, "db", "v1", n, testutil.Sharded, seqfile.WriterOptions{}, recs)
 	var first, rest []testutil.Record
 	for _, r := range recs {
-		if hashring.Partition(r.Key, n) == 0 {
+		if partitioner.Partition(r.Key, n) == 0 {
 			first = append(first, r)
 		} else if len(rest) < 300 {
 			rest = append(rest, r)
@@ -161,7 +161,7 @@ func TestHeldPartitionsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range recs {
-		p := hashring.Partition(r.Key, 5)
+		p := partitioner.Partition(r.Key, 5)
 		v, err := get(parts, r.Key)
 		if (p == 1 || p == 3) != (err == nil) || (err == nil && !bytes.Equal(v, r.Value)) {
 			t.Fatalf("%q (partition %d) = %q, %v", r.Key, p, v, err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/sparkey"
 	"spangle/storaged/internal/testutil"
@@ -90,7 +90,7 @@ func TestSparkeyWrittenVersions(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		var p0, p1 []testutil.Record
 		for _, r := range recs {
-			if hashring.Partition(r.Key, 2) == 0 {
+			if partitioner.Partition(r.Key, 2) == 0 {
 				p0 = append(p0, r)
 			} else {
 				p1 = append(p1, r)

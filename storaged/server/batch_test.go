@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/shared/wire"
@@ -179,7 +179,7 @@ func TestBatchPartitionNotHeld(t *testing.T) {
 	h := newBatchServer(t, []int{0, 1}, Options{})
 	var held, other [][]byte
 	for _, r := range oddRecords() {
-		if hashring.Partition(r.Key, 4) <= 1 {
+		if partitioner.Partition(r.Key, 4) <= 1 {
 			held = append(held, r.Key)
 		} else {
 			other = append(other, r.Key)
@@ -248,7 +248,7 @@ func TestBatchCorruptBlock(t *testing.T) {
 	for _, r := range recs {
 		keys = append(keys, r.Key)
 	}
-	p := hashring.Partition(recs[0].Key, 4)
+	p := partitioner.Partition(recs[0].Key, 4)
 	testutil.CorruptFirstBlock(t, filepath.Join(storeDir, "odd", "v1", "p-"+strconv.Itoa(p)))
 	rec := post(h, "/odd", batchBody(keys...))
 	a, err := wire.DecodeBatchAnswer(rec.Body.Bytes())

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/shared/wire"
@@ -309,7 +309,7 @@ func TestClusterHooks(t *testing.T) {
 	// Pinned requests are answered, for the held partition only.
 	for _, r := range testutil.Records(50, "v1") {
 		val, _, err := h.get("db", "v1", string(r.Key))
-		if hashring.Partition(r.Key, 3) == 1 {
+		if partitioner.Partition(r.Key, 3) == 1 {
 			if err != nil || val != string(r.Value) {
 				t.Fatalf("%s: %q, %v", r.Key, val, err)
 			}

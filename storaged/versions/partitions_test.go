@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/replica"
 )
@@ -62,7 +62,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	}
 	for _, r := range testutil.Records(300, "v1") {
 		if val, _, err := h.get("db", "", string(r.Key)); err != nil || val != string(r.Value) {
-			t.Fatalf("%s (partition %d): %q, %v", r.Key, hashring.Partition(r.Key, 3), val, err)
+			t.Fatalf("%s (partition %d): %q, %v", r.Key, partitioner.Partition(r.Key, 3), val, err)
 		}
 	}
 	if man, err := h.store.ReadManifest("db", "v1"); err != nil || !slices.Equal(man.Partitions, []int{0, 1, 2}) {
@@ -82,7 +82,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	}
 	for _, r := range testutil.Records(300, "v1") {
 		_, _, err := h.get("db", "", string(r.Key))
-		if p := hashring.Partition(r.Key, 3); p == 1 && !errors.Is(err, ErrPartitionNotHeld) {
+		if p := partitioner.Partition(r.Key, 3); p == 1 && !errors.Is(err, ErrPartitionNotHeld) {
 			t.Fatalf("%s of a dropped partition: %v", r.Key, err)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 )
@@ -40,7 +40,7 @@ func keysOf(p int) []string {
 	var out []string
 	for i := 0; i < testKeys; i++ {
 		k := fmt.Sprintf("key-%06d", i)
-		if hashring.Partition([]byte(k), 3) == p {
+		if partitioner.Partition([]byte(k), 3) == p {
 			out = append(out, k)
 		}
 	}
@@ -142,7 +142,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			})
 			h.waitState("db", "v1", wire.StateActive)
 			loaded.Store(true)
-			p := hashring.Partition([]byte("key-000000"), 3)
+			p := partitioner.Partition([]byte("key-000000"), 3)
 			keys := keysOf(p)
 			dir := h.store.PartitionDir("db", "v1", p)
 			peerCopy = t.TempDir()
@@ -219,7 +219,7 @@ func TestRebuildRetried(t *testing.T) {
 	writeV(t, root, "db", "v1")
 	h := start(t, root, t.TempDir(), func(o *Options) { o.Repair.Retry = 20 * time.Millisecond })
 	h.waitState("db", "v1", wire.StateActive)
-	p := hashring.Partition([]byte("key-000000"), 3)
+	p := partitioner.Partition([]byte("key-000000"), 3)
 	testutil.CorruptFirstBlock(t, h.store.PartitionDir("db", "v1", p))
 	src := filepath.Join(root, "db", "v1")
 	hidden := filepath.Join(root, "away")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 )
@@ -23,7 +23,7 @@ func TestScrubAfterRestart(t *testing.T) {
 	h.waitState("db", "v1", wire.StateActive)
 	h.stop()
 
-	p := hashring.Partition([]byte("key-000000"), 3)
+	p := partitioner.Partition([]byte("key-000000"), 3)
 	dir := h.store.PartitionDir("db", "v1", p)
 	tables := testutil.CorruptFirstBlock(t, dir)
 	bad, err := os.ReadFile(tables[0])

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/storaged/repair"
 	"spangle/storaged/table"
 )
@@ -89,7 +89,7 @@ func (v *Version) Held() []int { return append([]int(nil), v.held...) }
 // Get appends the value of key to dst and returns the result, or
 // ErrNotFound, ErrPartitionNotHeld or ErrPartitionCorrupt.
 func (v *Version) Get(dst, key []byte) ([]byte, error) {
-	i := hashring.Partition(key, v.NumPartitions)
+	i := partitioner.Partition(key, v.NumPartitions)
 	p := v.parts[i]
 	if p == nil {
 		return dst, ErrPartitionNotHeld

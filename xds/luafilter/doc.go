@@ -4,7 +4,7 @@
 // replicas of its partition.
 //
 // The partition is the one storaged and routerd compute
-// (hashring.Partition over the URL-unescaped key), written in Lua that
+// (partitioner.Partition over the URL-unescaped key), written in Lua that
 // LuaJIT runs exactly: see script.go for how the int32 arithmetic is done
 // with doubles.
 package luafilter

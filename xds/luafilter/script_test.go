@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/wire"
 )
 
@@ -92,7 +92,7 @@ func (c routeCase) want(dbs map[string]DB) string {
 	if c.pinned != nil && *c.pinned != db.Version {
 		return "-"
 	}
-	return strconv.Itoa(hashring.Partition(tg.Key, db.NumPartitions))
+	return strconv.Itoa(partitioner.Partition(tg.Key, db.NumPartitions))
 }
 
 // escapeMixed writes key with each byte either raw (when that cannot end
@@ -165,7 +165,7 @@ func randomCase(r *rand.Rand, names []string) routeCase {
 
 // TestRouteMatchesGo runs the generated script in LuaJIT over 100,000
 // random keys in many escaped forms and checks every partition against
-// hashring.Partition of the key as wire.ParsePath unescapes it.
+// partitioner.Partition of the key as wire.ParsePath unescapes it.
 func TestRouteMatchesGo(t *testing.T) {
 	script, err := Script(testDBs)
 	if err != nil {
@@ -264,7 +264,7 @@ run("/zz/hello", nil, "3")
 run("/b/", nil, "1")
 `
 	key := []byte("hello")
-	want := fmt.Sprintf("%d v2\n%d v2\n- -\n- -\n- -\n", hashring.Partition(key, 7), hashring.Partition(key, 7))
+	want := fmt.Sprintf("%d v2\n%d v2\n- -\n- -\n- -\n", partitioner.Partition(key, 7), partitioner.Partition(key, 7))
 	if got := runLua(t, script, harness); got != want {
 		t.Fatalf("got\n%swant\n%s", got, want)
 	}

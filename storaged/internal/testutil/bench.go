@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"spangle/shared/hashring"
+	"spangle/shared/partitioner"
 	"spangle/shared/sparkey"
 	"spangle/shared/versiontest"
 )
@@ -37,7 +37,7 @@ func BenchDataset(b testing.TB, n, files int, sharded bool) string {
 	return benchDataset(b, fmt.Sprintf("spangle-bench-%d-%d-%v", n, files, sharded), versiontest.Options{Files: files}, func(f int) []int {
 		var ids []int
 		for _, i := range order {
-			if (sharded && hashring.Partition(BenchKey(i), files) == f) || (!sharded && i%files == f) {
+			if (sharded && partitioner.Partition(BenchKey(i), files) == f) || (!sharded && i%files == f) {
 				ids = append(ids, i)
 			}
 		}
@@ -58,7 +58,7 @@ func BenchSparkeyDataset(b testing.TB, n, files int) string {
 	return benchDataset(b, fmt.Sprintf("spangle-bench-sparkey-%d-%d", n, files), o, func(f int) []int {
 		var ids []int
 		for i := 0; i < n; i++ {
-			if hashring.Partition(BenchKey(i), files) == f {
+			if partitioner.Partition(BenchKey(i), files) == f {
 				ids = append(ids, i) // ascending i is ascending key
 			}
 		}

@@ -1,4 +1,4 @@
-package hashring
+package partitioner
 
 import (
 	"math/rand/v2"

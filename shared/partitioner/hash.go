@@ -1,4 +1,4 @@
-package hashring
+package partitioner
 
 // HashCode is Java's String.hashCode computed over raw bytes:
 // h = 31*h + b in int32 arithmetic, with each byte taken as unsigned.
