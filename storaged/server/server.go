@@ -275,10 +275,19 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, db string) (v *
 		pinned = vs[0]
 	}
 	v, err := s.opts.Versions.Acquire(db, pinned)
+	ready := true
+	if err != nil {
+		// A node that turned ready after the lookup failed (the version
+		// opened in between) is asked once more: its answer is then the
+		// truth, and a 404 never answers for a db it was opening.
+		if ready = s.opts.Versions.Ready(); ready {
+			v, err = s.opts.Versions.Acquire(db, pinned)
+		}
+	}
 	switch {
 	case err == nil:
 		return v, 0
-	case !s.opts.Versions.Ready():
+	case !ready:
 		// Restarting: what the local store holds is still being
 		// opened, and a 404 would tell readers the db does not exist.
 		w.Header()["Retry-After"] = s.retryAfter
