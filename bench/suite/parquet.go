@@ -96,32 +96,8 @@ func (b *bench) parquetSection(ctx context.Context) {
 		report.NewRow(ftMetric, "s", stats.Median(took[ft]), "uncompressed SequenceFiles", stats.Median(took[seq]), note(ft),
 			report.Target{Kind: report.RatioAtMost, Limit: featureLoadRatioTarget}))
 
-	getMetric := "storaged GET, Parquet feature table as JSON"
-	fst, _, err := b.startStoraged(ctx, "storaged-parquet-features", ft.Root, b.storeDir())
-	if err != nil {
-		b.failed(getMetric, err)
-		return
-	}
-	defer fst.Stop()
-	qst, _, err := b.startStoraged(ctx, "storaged-seqfile", seq.Root, b.storeDir())
-	if err != nil {
-		b.failed(getMetric, err)
-		return
-	}
-	defer qst.Stop()
-	fa, fp, err := b.compare(ctx, contender{name: "storaged on the Parquet feature table", addr: fst.Addr}, contender{name: "storaged on SequenceFiles", addr: qst.Addr}, randomKeys(b.o.Keys))
-	if err != nil {
-		b.failed(getMetric, err)
-		return
-	}
-	row := report.NewRow(getMetric+" throughput", "req/s", fa.rate, "binary-value (SequenceFile) db", fp.rate,
-		fmt.Sprintf("closed loop, %d conns; ratio is the median of the rounds' ratios; p50/p99 %.2f/%.2f ms vs %.2f/%.2f ms; spread %.0f%% / %.0f%%%s%s",
-			b.o.Conns, fa.p50, fa.p99, fp.p50, fp.p99, 100*fa.spread, 100*fp.spread, fa.errNote(), fp.errNote()),
-		report.Target{Kind: report.RatioAtLeast, Limit: featureGetRatioTarget})
-	if fa.ratio > 0 {
-		row = row.WithRatio(fa.ratio)
-	}
-	b.rep.Rows = append(b.rep.Rows, row)
+	b.getRowAgainstSequenceFiles(ctx, "storaged GET, Parquet feature table as JSON", "storaged-parquet-features",
+		"storaged on the Parquet feature table", ft.Root, "binary-value (SequenceFile) db", seq.Root, featureGetRatioTarget)
 }
 
 func last(xs []float64) float64 {

@@ -80,28 +80,35 @@ func (b *bench) sparkeySection(ctx context.Context) {
 			stats.Median(sp), "uncompressed SequenceFiles", stats.Median(qp), "VmHWM of the process started on each, median over rounds",
 			report.Target{Kind: report.RatioAtMost, Limit: sparkeyRSSRatioTarget}))
 
-	getMetric := "storaged GET, Sparkey-loaded db"
-	sst, _, err := b.startStoraged(ctx, "storaged-sparkey", spk.Root, b.storeDir())
+	b.getRowAgainstSequenceFiles(ctx, "storaged GET, Sparkey-loaded db", "storaged-sparkey", "storaged on Sparkey", spk.Root,
+		"SequenceFile-loaded db", seq.Root, sparkeyGetRatioTarget)
+}
+
+// getRowAgainstSequenceFiles adds the row of metric: GET throughput of a
+// storaged serving root (process proc, contender name) against one
+// serving the SequenceFile dataset seqRoot (peer), side by side.
+func (b *bench) getRowAgainstSequenceFiles(ctx context.Context, metric, proc, name, root, peer, seqRoot string, target float64) {
+	st, _, err := b.startStoraged(ctx, proc, root, b.storeDir())
 	if err != nil {
-		b.failed(getMetric, err)
+		b.failed(metric, err)
 		return
 	}
-	defer sst.Stop()
-	qst, _, err := b.startStoraged(ctx, "storaged-seqfile", seq.Root, b.storeDir())
+	defer st.Stop()
+	qst, _, err := b.startStoraged(ctx, "storaged-seqfile", seqRoot, b.storeDir())
 	if err != nil {
-		b.failed(getMetric, err)
+		b.failed(metric, err)
 		return
 	}
 	defer qst.Stop()
-	fa, fp, err := b.compare(ctx, contender{name: "storaged on Sparkey", addr: sst.Addr}, contender{name: "storaged on SequenceFiles", addr: qst.Addr}, randomKeys(b.o.Keys))
+	fa, fp, err := b.compare(ctx, contender{name: name, addr: st.Addr}, contender{name: "storaged on SequenceFiles", addr: qst.Addr}, randomKeys(b.o.Keys))
 	if err != nil {
-		b.failed(getMetric, err)
+		b.failed(metric, err)
 		return
 	}
-	row := report.NewRow(getMetric+" throughput", "req/s", fa.rate, "SequenceFile-loaded db", fp.rate,
+	row := report.NewRow(metric+" throughput", "req/s", fa.rate, peer, fp.rate,
 		fmt.Sprintf("closed loop, %d conns; ratio is the median of the rounds' ratios; p50/p99 %.2f/%.2f ms vs %.2f/%.2f ms; spread %.0f%% / %.0f%%%s%s",
 			b.o.Conns, fa.p50, fa.p99, fp.p50, fp.p99, 100*fa.spread, 100*fp.spread, fa.errNote(), fp.errNote()),
-		report.Target{Kind: report.RatioAtLeast, Limit: sparkeyGetRatioTarget})
+		report.Target{Kind: report.RatioAtLeast, Limit: target})
 	if fa.ratio > 0 {
 		row = row.WithRatio(fa.ratio)
 	}
