@@ -176,11 +176,19 @@ func TestLoadTookLeavesOutClusterWait(t *testing.T) {
 	f := fieldsOf(loaded[0])
 	cw, _ := f["cluster_wait"].(time.Duration)
 	took, _ := f["took"].(time.Duration)
-	if cw < wait || took <= 0 || took >= cw {
-		t.Fatalf("cluster_wait %v, took %v: want the wait (over %v) apart from the load", cw, took, wait)
+	// From "loading version" to "version loaded" is the wait and the load
+	// one after the other: took is what remains without the wait, however
+	// slow a busy machine makes the load itself.
+	starts := logs.FilterMessage("loading version").All()
+	if len(starts) != 1 {
+		t.Fatalf("%d loading version lines", len(starts))
 	}
-	if s := h.m.Status("db")["db"].Versions["v1"].LoadSeconds; s <= 0 || s >= cw.Seconds() {
-		t.Fatalf("status load_seconds %v includes the cluster's wait %v", s, cw)
+	total := loaded[0].Time.Sub(starts[0].Time)
+	if cw < wait || took <= 0 || took > total-cw+50*time.Millisecond {
+		t.Fatalf("cluster_wait %v, took %v, %v from start to loaded: want the wait (over %v) apart from the load", cw, took, total, wait)
+	}
+	if s := h.m.Status("db")["db"].Versions["v1"].LoadSeconds; s <= 0 || s > took.Seconds()+0.05 {
+		t.Fatalf("status load_seconds %v is not the load's own time %v (the cluster's wait was %v)", s, took, cw)
 	}
 }
 
