@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 )
 
@@ -60,12 +61,7 @@ type Follower struct {
 	sem  chan struct{}
 
 	mu       sync.Mutex
-	inFlight map[pkey]bool // guarded by mu
-}
-
-type pkey struct {
-	vkey
-	p int
+	inFlight map[dbver.Partition]bool // guarded by mu
 }
 
 // NewFollower returns a Follower; Run starts it.
@@ -85,7 +81,7 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
-	return &Follower{opts: opts, log: opts.Log, sem: make(chan struct{}, opts.Concurrency), inFlight: map[pkey]bool{}}, nil
+	return &Follower{opts: opts, log: opts.Log, sem: make(chan struct{}, opts.Concurrency), inFlight: map[dbver.Partition]bool{}}, nil
 }
 
 // Run follows the assignments until ctx ends, and returns nil then.
@@ -127,7 +123,7 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 	for p := range a.Replicas {
 		should := Holds(a, pub, self.ShardID, p)
 		has := slices.Contains(held, p)
-		k := pkey{vkey{a.DB, a.Version}, p}
+		k := dbver.Of(a.DB, a.Version).Partition(p)
 		switch {
 		case should && !has:
 			f.startFetch(ctx, wg, k, peersOf(m, a.DB, a.Version, p, self.Addr))
@@ -159,7 +155,7 @@ func peersOf(m *topo.Map, db, version string, p int, self string) []string {
 	return peers
 }
 
-func (f *Follower) busy(k pkey) bool {
+func (f *Follower) busy(k dbver.Partition) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.inFlight[k]
@@ -167,7 +163,7 @@ func (f *Follower) busy(k pkey) bool {
 
 // startFetch fetches and publishes one partition in the background,
 // unless it is being fetched already.
-func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, peers []string) {
+func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k dbver.Partition, peers []string) {
 	f.mu.Lock()
 	if f.inFlight[k] {
 		f.mu.Unlock()
@@ -189,8 +185,8 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, p
 			return
 		}
 		defer func() { <-f.sem }()
-		log := f.log.With(zap.String("db", k.db), zap.String("version", k.version), zap.Int("partition", k.p))
-		if err := f.opts.Holder.Fetch(ctx, k.db, k.version, k.p, peers); err != nil {
+		log := f.log.With(zap.String("db", k.DB), zap.String("version", k.Version), zap.Int("partition", k.P))
+		if err := f.opts.Holder.Fetch(ctx, k.DB, k.Version, k.P, peers); err != nil {
 			switch {
 			case ctx.Err() != nil:
 			case errors.Is(err, ErrNotServable):
@@ -200,7 +196,7 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, p
 			}
 			return
 		}
-		if err := f.opts.Conn.PublishPartition(ctx, k.db, k.version, k.p, f.opts.Self.Addr); err != nil && !errors.Is(err, topo.ErrUnavailable) {
+		if err := f.opts.Conn.PublishPartition(ctx, k.DB, k.Version, k.P, f.opts.Self.Addr); err != nil && !errors.Is(err, topo.ErrUnavailable) {
 			log.Warn("publishing a fetched partition", zap.Error(err))
 			return
 		}
