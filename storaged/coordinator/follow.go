@@ -23,12 +23,12 @@ var ErrNotServable = errors.New("coordinator: version not servable here")
 type Holder interface {
 	// Held lists the partitions of db/version held locally.
 	Held(db, version string) []int
-	// Fetch makes partition p of db/version servable locally, from one of
-	// peers (addresses that serve it now) or from the source, and returns
-	// once it is.
-	Fetch(ctx context.Context, db, version string, p int, peers []string) error
-	// Drop removes partition p of db/version from the local store.
-	Drop(ctx context.Context, db, version string, p int) error
+	// Fetch makes partition p servable locally, from one of peers
+	// (addresses that serve it now) or from the source, and returns once
+	// it is.
+	Fetch(ctx context.Context, p dbver.Partition, peers []string) error
+	// Drop removes partition p from the local store.
+	Drop(ctx context.Context, p dbver.Partition) error
 }
 
 // FollowerOptions configures a Follower. Zero values select the
@@ -135,7 +135,7 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 			if err := f.opts.Conn.UnpublishPartition(ctx, a.DB, a.Version, p, self.Addr); err != nil {
 				continue // keep it until the map can say it is gone
 			}
-			if err := f.opts.Holder.Drop(ctx, a.DB, a.Version, p); err != nil {
+			if err := f.opts.Holder.Drop(ctx, dbver.Of(a.DB, a.Version).Partition(p)); err != nil {
 				f.log.Warn("dropping a partition no longer assigned", zap.String("db", a.DB),
 					zap.String("version", a.Version), zap.Int("partition", p), zap.Error(err))
 				continue
@@ -186,7 +186,7 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k dbver.P
 		}
 		defer func() { <-f.sem }()
 		log := f.log.With(zap.String("db", k.DB), zap.String("version", k.Version), zap.Int("partition", k.P))
-		if err := f.opts.Holder.Fetch(ctx, k.DB, k.Version, k.P, peers); err != nil {
+		if err := f.opts.Holder.Fetch(ctx, k, peers); err != nil {
 			switch {
 			case ctx.Err() != nil:
 			case errors.Is(err, ErrNotServable):

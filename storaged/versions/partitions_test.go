@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/replica"
@@ -43,7 +44,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	if err := h.m.Replicas().Add(ctx, "db", "v1", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	peerDir, ok := peer.m.PartitionDir("db", "v1", 2)
+	peerDir, ok := peer.m.PartitionDir(dbver.Of("db", "v1").Partition(2))
 	if !ok {
 		t.Fatal("the peer does not report its partition's directory")
 	}

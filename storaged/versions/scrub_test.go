@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
@@ -24,7 +25,7 @@ func TestScrubAfterRestart(t *testing.T) {
 	h.stop()
 
 	p := partitioner.Partition([]byte("key-000000"), 3)
-	dir := h.store.PartitionDir("db", "v1", p)
+	dir := h.store.PartitionDir(dbver.Of("db", "v1").Partition(p))
 	tables := testutil.CorruptFirstBlock(t, dir)
 	bad, err := os.ReadFile(tables[0])
 	if err != nil {

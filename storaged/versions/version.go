@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/storaged/repair"
 	"spangle/storaged/table"
@@ -108,7 +109,7 @@ func (v *Version) Get(dst, key []byte) ([]byte, error) {
 func (v *Version) corruptBlock(i int, p *table.Partition, err error) error {
 	if v.reports != nil && v.corrupt[i].CompareAndSwap(false, true) {
 		select {
-		case v.reports <- repair.Report{DB: v.DB, Version: v.Name, P: i, Part: p, Err: err, By: repair.FoundByLookup}:
+		case v.reports <- repair.Report{Partition: dbver.Of(v.DB, v.Name).Partition(i), Part: p, Err: err, By: repair.FoundByLookup}:
 		default:
 			v.corrupt[i].Store(false) // the manager is busy: the next lookup tells it
 		}
