@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/storaged/builder"
 	"spangle/storaged/loader"
@@ -210,12 +211,12 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 	if d.current == vs.name {
 		d.current = ""
 	}
-	rb := m.stopRebuildLocked(vs)
+	rb := stopRebuildLocked(m, db, vs)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		if rb != nil {
-			<-rb.done // it writes beside the version's files
+			<-rb.Done() // it writes beside the version's files
 		}
 		if f := m.opts.Hooks.BeforeRemove; f != nil {
 			f(db, vs.name, vs.v.Held())
@@ -236,6 +237,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.mu.Lock()
 		m.forgetLocked(db, d, vs)
 		m.rep.Forget(db, vs.name)
+		m.reload.Forget(dbver.Of(db, vs.name))
 		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
 			delete(m.dbs, db)
 			m.plan.Forget(db)

@@ -11,12 +11,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/parquetkv"
 	"spangle/shared/source"
 	"spangle/shared/wire"
 	"spangle/storaged/builder"
 	"spangle/storaged/dbremoval"
 	"spangle/storaged/planner"
+	"spangle/storaged/reload"
 	"spangle/storaged/repair"
 	"spangle/storaged/replica"
 	"spangle/storaged/retry"
@@ -42,6 +44,7 @@ type Manager struct {
 	build    *builder.Builder   // makes and opens local copies (lifecycle.go)
 	plan     *planner.Planner   // what each scan heads for (plan.go)
 	replicas *replica.Set       // partitions added and dropped (partitions.go)
+	reload   *reload.Reloader   // servable versions built again as their files changed (rebuild.go)
 	removed  *dbremoval.Tracker // dbs gone from the source, until the cluster forgets them
 	view     atomic.Pointer[view]
 	refresh  chan struct{}
@@ -110,6 +113,7 @@ func New(opts Options) (*Manager, error) {
 		Format: func(db string) parquetkv.Format { return m.plan.Format(db) }, CopyPartition: opts.Hooks.CopyPartition,
 		Log: opts.Log, Registerer: opts.Registerer})
 	m.replicas = replica.New(replicaHost{m}, opts.Store, opts.Cache, opts.Log)
+	m.reload = reload.New(reloadHost{m}, &m.wg)
 	m.removed = dbremoval.New(opts.Hooks.DBRemoved, opts.Log, &m.wg)
 	m.plan = planner.New(planner.Options{Source: opts.Source, Store: opts.Store, Log: opts.Log,
 		SettleTime: opts.SettleTime, Pin: opts.Hooks.Pin, Now: opts.Now}, plannerHost{m})
@@ -318,18 +322,18 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
 		vs.reload = true // loaded again once it is gone
 		return
 	case !source.SameFiles(vs.files, c.Files) && vs.phase.servable():
-		m.rebuildLocked(db, vs, c.Files) // rebuild.go
+		startRebuildLocked(m, db, vs, c.Files) // rebuild.go
 		if vs.phase == superseded {
 			// The source went back to it: its loaded copy serves until
 			// the rebuilt one replaces it.
 			m.activateLocked(db, d, vs)
 		}
 		return
-	case vs.phase.servable() && (vs.rebuild != nil || vs.rebuildFailed != nil):
+	case vs.phase.servable() && m.reload.Pending(dbver.Of(db, c.Name)):
 		// The files went back to the ones it serves.
-		m.stopRebuildLocked(vs)
-		if vs.rebuildFailed != nil {
-			vs.rebuildFailed, vs.reason = nil, ""
+		stopRebuildLocked(m, db, vs)
+		if m.reload.Forget(dbver.Of(db, c.Name)) {
+			vs.reason = ""
 		}
 		if vs.phase == superseded {
 			m.activateLocked(db, d, vs)
@@ -465,8 +469,9 @@ func (m *Manager) shutdown() {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, d := range m.dbs {
+	for db, d := range m.dbs {
 		for _, vs := range d.versions {
+			m.reload.Forget(dbver.Of(db, vs.name))
 			if vs.phase.servable() {
 				vs.v.closing.Store(true)
 				waitUnused(vs.v, time.Second)
