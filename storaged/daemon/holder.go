@@ -33,7 +33,7 @@ type peerClient struct {
 	scheme string
 }
 
-func (h *holder) Held(db, version string) []int { return h.mgr.HeldPartitions(db, version) }
+func (h *holder) Held(db, version string) []int { return h.mgr.Views().HeldPartitions(db, version) }
 
 func (h *holder) Fetch(ctx context.Context, p dbver.Partition, peers []string) error {
 	err := h.mgr.Replicas().Add(ctx, p.DB, p.Version, p.P, func(ctx context.Context, dir string) error {

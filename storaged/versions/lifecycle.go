@@ -48,7 +48,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	)
 	// The input format of the files says N (a version mixing formats
 	// fails here).
-	n, err := loader.NumPartitions(vs.files, m.formats(db))
+	n, err := loader.NumPartitions(vs.files, m.build.Formats(db))
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
 	} else {
@@ -90,7 +90,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.log.Warn("removing cancelled version", zap.Error(err))
 		}
 		if vs.reload {
-			m.kick()
+			m.scans.kick()
 		}
 		return
 	case err != nil:
@@ -110,7 +110,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		if err := m.opts.Store.Remove(db, vs.name); err != nil {
 			m.log.Warn("removing failed version", zap.Error(err))
 		}
-		m.kick() // the next scan falls back on an older version
+		m.scans.kick() // the next scan falls back on an older version
 		return
 	}
 	// Activate came while it loaded, or needs not come.
@@ -152,7 +152,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		} else if !d.anyActive() {
 			// It waits for the cluster, which may never call it complete
 			// (another node may fail it): a scan then loads a fallback.
-			m.rescanLocked(m.opts.FallbackAfter)
+			m.scans.after(m.opts.FallbackAfter)
 		}
 	}
 	m.mu.Unlock()
@@ -246,7 +246,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.mu.Unlock()
 		m.log.Info("version deleted", zap.String("db", db), zap.String("version", vs.name))
 		if vs.reload {
-			m.kick()
+			m.scans.kick()
 		}
 	}()
 }
@@ -307,12 +307,6 @@ func (m *Manager) cleanLocalStore() {
 		}
 		m.log.Info("deleted local version not wanted", zap.String("db", dv[0]), zap.String("version", dv[1]))
 	}
-}
-
-// Counts returns how many versions were loaded from the source, reused
-// from the local store, and failed, since New.
-func (m *Manager) Counts() (loaded, reused, failed int64) {
-	return m.loadedN.Load(), m.reusedN.Load(), m.failedN.Load()
 }
 
 // newVersion wraps the partitions a build opened in a servable Version,

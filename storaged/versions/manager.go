@@ -47,20 +47,18 @@ type Manager struct {
 	reload   *reload.Reloader   // servable versions built again as their files changed (rebuild.go)
 	removed  *dbremoval.Tracker // dbs gone from the source, until the cluster forgets them
 	view     atomic.Pointer[view]
-	refresh  chan struct{}
 	limit    chan struct{}
 
 	loadedN, reusedN, failedN atomic.Int64
 	retryNow                  atomic.Bool // Refresh asked for a scan: it retries at once
 
-	mu       sync.Mutex // guards dbs, ctx, rescan, rescanAt and forceRetry
-	dbs      dbTable
-	ctx      context.Context // Run's context, once running
-	rescan   *time.Timer     // a scan due once watched files may have settled
-	rescanAt time.Time
-	wg       sync.WaitGroup // loads and removals
-	scanMu   sync.Mutex     // one scan at a time
-	source   sourceHealth   // the last listing's outcome
+	mu     sync.Mutex // guards dbs, ctx, scans' timer and forceRetry
+	dbs    dbTable
+	ctx    context.Context // Run's context, once running
+	scans  scans           // when the next scan is due (scans.go)
+	wg     sync.WaitGroup  // loads and removals
+	scanMu sync.Mutex      // one scan at a time
+	source sourceHealth    // the last listing's outcome
 
 	forceRetry bool // the scan under way was asked for by Refresh (retry.go)
 
@@ -99,8 +97,8 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
-		refresh: make(chan struct{}, 1),
-		limit:   make(chan struct{}, opts.MaxParallelLoads),
+		scans: scans{due: make(chan struct{}, 1)},
+		limit: make(chan struct{}, opts.MaxParallelLoads),
 	}
 	m.metrics = newMetrics(opts.Registerer)
 	m.dbm = newDBMetrics(opts.Registerer)
@@ -126,7 +124,7 @@ func New(opts Options) (*Manager, error) {
 // their backoff.
 func (m *Manager) Refresh() {
 	m.retryNow.Store(true)
-	m.kick()
+	m.scans.kick()
 }
 
 // Run scans the source, then again every RefreshPeriod and on Refresh,
@@ -160,7 +158,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case <-tick:
 			m.Scan(ctx)
-		case <-m.refresh:
+		case <-m.scans.due:
 			m.Scan(ctx)
 		case <-sweep.C:
 			m.sweep()
@@ -257,7 +255,7 @@ func (m *Manager) considerLocked(db string, p planner.Plan) {
 		if tv := d.versions[p.Target.Name]; tv != nil && tv.phase == loaded {
 			left := tv.loadedAt.Add(m.opts.FallbackAfter).Sub(m.opts.Now())
 			if waited = left <= 0; !waited {
-				m.rescanLocked(left)
+				m.scans.after(left)
 			}
 		}
 		if waited || (f.Local && !p.Target.Local) {
@@ -457,9 +455,7 @@ func (m *Manager) publishLocked() {
 
 func (m *Manager) shutdown() {
 	m.mu.Lock()
-	if m.rescan != nil {
-		m.rescan.Stop()
-	}
+	m.scans.stop()
 	for db, d := range m.dbs {
 		for _, vs := range d.versions {
 			m.cancelLocked(db, vs)

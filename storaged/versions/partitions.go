@@ -27,30 +27,6 @@ func (t dbTable) servable(db, version string) *vstate {
 	return vs
 }
 
-// HeldPartitions returns the partitions of db/version this node serves,
-// ascending; nil when it serves no such version.
-func (m *Manager) HeldPartitions(db, version string) []int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if vs := m.dbs.servable(db, version); vs != nil {
-		return vs.v.Held()
-	}
-	return nil
-}
-
-// PartitionDir returns the directory of partition p of db/version when
-// this node serves it: its files are immutable, so a peer may copy them.
-// A partition found corrupt is not offered until it is rebuilt.
-func (m *Manager) PartitionDir(p dbver.Partition) (string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	vs := m.dbs.servable(p.DB, p.Version)
-	if vs == nil || p.P < 0 || p.P >= len(vs.v.parts) || vs.v.parts[p.P] == nil || m.rep.Bad(p) {
-		return "", false
-	}
-	return m.opts.Store.PartitionDir(p), true
-}
-
 // Where a partition added or rebuilt came from, in logs and metrics.
 const (
 	fromPeer   = repair.FromPeer

@@ -84,7 +84,7 @@ func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
 		case <-ctx.Done():
 		}
 	}
-	nNow, err := loader.NumPartitions(j.Files, m.formats(db))
+	nNow, err := loader.NumPartitions(j.Files, m.build.Formats(db))
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, name, err)
 	}
@@ -118,7 +118,7 @@ func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
 		// The cluster gave or took a partition meanwhile: start over.
 		live = false
 		stopRebuildLocked(m, db, vs)
-		m.kick()
+		m.scans.kick()
 	}
 	if live && err == nil {
 		err = m.opts.Store.SwapRebuilt(db, name)

@@ -158,15 +158,15 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			}
 			rd := startReaders(h)
 			waitFor(t, "the partition marked corrupt", func() bool {
-				return reflect.DeepEqual(h.m.Health()["db"]["v1"].CorruptPartitions, []int{p})
+				return reflect.DeepEqual(h.m.Views().Health()["db"]["v1"].CorruptPartitions, []int{p})
 			})
-			if hl := h.m.Health()["db"]["v1"]; hl.State != wire.StateActive || hl.Reason == "" {
+			if hl := h.m.Views().Health()["db"]["v1"]; hl.State != wire.StateActive || hl.Reason == "" {
 				t.Fatalf("health while rebuilding: %+v; want ACTIVE with a reason", hl)
 			}
-			if st := h.m.Status("db")["db"].Versions["v1"]; !reflect.DeepEqual(st.CorruptPartitions, []int{p}) || len(st.Partitions) != 3 {
+			if st := h.m.Views().Status("db")["db"].Versions["v1"]; !reflect.DeepEqual(st.CorruptPartitions, []int{p}) || len(st.Partitions) != 3 {
 				t.Fatalf("status while rebuilding: %+v", st)
 			}
-			if _, ok := h.m.PartitionDir(dbver.Of("db", "v1").Partition(p)); ok {
+			if _, ok := h.m.Views().PartitionDir(dbver.Of("db", "v1").Partition(p)); ok {
 				t.Fatal("a corrupt partition is offered to peers")
 			}
 			if val, _, err := h.get("db", "", keys[len(keys)-1]); err != nil || val == "" {
@@ -185,7 +185,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 				return err == nil
 			})
 			rd.end(t)
-			if hl := h.m.Health()["db"]["v1"]; hl.CorruptPartitions != nil || hl.Reason != "" {
+			if hl := h.m.Views().Health()["db"]["v1"]; hl.CorruptPartitions != nil || hl.Reason != "" {
 				t.Fatalf("health after the rebuild: %+v", hl)
 			}
 			for i, k := range keysOf(p) {
@@ -199,7 +199,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			if got := h.metric("spangle_storaged_partitions_repairing"); got != 0 {
 				t.Fatalf("partitions repairing after the rebuild: %v", got)
 			}
-			if _, ok := h.m.PartitionDir(dbver.Of("db", "v1").Partition(p)); !ok {
+			if _, ok := h.m.Views().PartitionDir(dbver.Of("db", "v1").Partition(p)); !ok {
 				t.Fatal("the rebuilt partition is not offered to peers")
 			}
 		})
@@ -231,7 +231,7 @@ func TestRebuildRetried(t *testing.T) {
 	waitFor(t, "a failed rebuild counted", func() bool {
 		return h.metric(`spangle_storaged_partition_repairs_total{result="error"}`) >= 2
 	})
-	if hl := h.m.Health()["db"]["v1"]; !reflect.DeepEqual(hl.CorruptPartitions, []int{p}) {
+	if hl := h.m.Views().Health()["db"]["v1"]; !reflect.DeepEqual(hl.CorruptPartitions, []int{p}) {
 		t.Fatalf("health while the rebuild fails: %+v", hl)
 	}
 	rename(t, hidden, src)
@@ -239,7 +239,7 @@ func TestRebuildRetried(t *testing.T) {
 		val, _, err := h.get("db", "", "key-000000")
 		return err == nil && val == "value-0-v1"
 	})
-	if hl := h.m.Health()["db"]["v1"]; hl.CorruptPartitions != nil {
+	if hl := h.m.Views().Health()["db"]["v1"]; hl.CorruptPartitions != nil {
 		t.Fatalf("health after the rebuild: %+v", hl)
 	}
 }

@@ -42,7 +42,7 @@ func TestScrubAfterRestart(t *testing.T) {
 
 	h2 := start(t, root, storeDir, func(o *Options) { o.Repair.ScrubRate = 100e6 })
 	h2.waitState("db", "v1", wire.StateActive)
-	if _, r, _ := h2.m.Counts(); r != 1 {
+	if _, r, _ := h2.m.Views().Counts(); r != 1 {
 		t.Fatalf("restart reused %d versions, want 1", r)
 	}
 	waitFor(t, "the scrub finding the corrupt block and the rebuild", func() bool {
