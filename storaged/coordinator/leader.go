@@ -153,7 +153,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 		if c.opts.RereplicateAfter > 0 {
 			due := false
 			var keep []string // gone, but not for long enough yet
-			for _, g := range Gone(cur, live) {
+			for _, g := range placement.Gone(cur, live) {
 				if st.goneFor(g, now) >= c.opts.RereplicateAfter {
 					due = true
 				} else {
@@ -171,7 +171,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 				}
 			}
 			if due {
-				next = Repair(cur, live, r, keep...)
+				next = placement.Repair(cur, live, r, keep...)
 				why = "re-replication"
 			}
 		}
@@ -180,19 +180,19 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 		// share when one joined (also one that loaded the plain ring's
 		// share by itself: its surplus copies go). Not while copies are
 		// missing: repair comes first.
-		if c.opts.Strategy.Name() == (placement.Rendezvous{}).Name() && len(Gone(next, live)) == 0 &&
+		if c.opts.Strategy.Name() == (placement.Rendezvous{}).Name() && len(placement.Gone(next, live)) == 0 &&
 			!under(next, r, len(live)) && (assigned || !under(pub, r, len(live))) {
-			if rb := Rebalance(Trim(next, r), live, r); !samePlacement(rb, next) {
+			if rb := placement.Rebalance(placement.Trim(next, r), live, r); !placement.Equal(rb, next) {
 				next = rb
 				why += " rebalance"
 			}
 		}
-		if samePlacement(next, cur) {
+		if placement.Equal(next, cur) {
 			continue
 		}
 		first := 0
 		for p := range next {
-			if !samePlacement(placement.Placement{next[p]}, placement.Placement{cur[p]}) {
+			if !placement.Equal(placement.Placement{next[p]}, placement.Placement{cur[p]}) {
 				first = p
 				break
 			}
