@@ -69,7 +69,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		go logProgress(m.log, m.opts.ProgressEvery, db, vs.name, vs.progress, stop)
 		var o builder.Opened
 		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, vs.progress); err == nil {
-			v, pending = m.newVersion(db, vs.name, o), o.Pending
+			v, pending = openedVersion(db, vs.name, o, m.rep.Reports()), o.Pending
 		}
 		close(stop)
 	}
@@ -307,10 +307,4 @@ func (m *Manager) cleanLocalStore() {
 		}
 		m.log.Info("deleted local version not wanted", zap.String("db", dv[0]), zap.String("version", dv[1]))
 	}
-}
-
-// newVersion wraps the partitions a build opened in a servable Version,
-// whose lookups report corrupt blocks to storaged/repair.
-func (m *Manager) newVersion(db, name string, o builder.Opened) *Version {
-	return newVersion(db, name, o.N, o.Created, o.ContentType, o.Parts, m.rep.Reports())
 }

@@ -215,7 +215,7 @@ func (m *Manager) Scan(ctx context.Context) {
 		}
 	}
 	m.removed.Check(m.ctx, seen, true, m.dbs.empty) // storaged/dbremoval
-	m.setPinGaugesLocked()
+	setPinGauges(m.dbs, m.plan, m.metrics)
 	m.publishLocked()
 	m.mu.Unlock()
 	m.cleanLocalStore()

@@ -102,7 +102,7 @@ func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
 	if err == nil && ctx.Err() == nil {
 		var o builder.Opened
 		if o, err = m.build.BuildBeside(ctx, db, name, j.Files, nNow, held, m.opts.Now().UTC()); err == nil {
-			nv = m.newVersion(db, name, o)
+			nv = openedVersion(db, name, o, m.rep.Reports())
 		}
 	}
 

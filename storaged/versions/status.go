@@ -108,11 +108,12 @@ func pinReason(d *dbState, ps planner.DBStatus) string {
 	return reason
 }
 
-// setPinGaugesLocked counts the pinned dbs and the pins not followed.
-func (m *Manager) setPinGaugesLocked() {
+// setPinGauges counts the pinned dbs and the pins not followed. Called
+// with Manager.mu held (dbs is guarded by it).
+func setPinGauges(dbs dbTable, plan *planner.Planner, met *metrics) {
 	var pinned, bad float64
-	for db, d := range m.dbs {
-		ps := m.plan.Status(db)
+	for db, d := range dbs {
+		ps := plan.Status(db)
 		if ps.Pin != "" {
 			pinned++
 		}
@@ -120,6 +121,6 @@ func (m *Manager) setPinGaugesLocked() {
 			bad++
 		}
 	}
-	m.metrics.pinned.Set(pinned)
-	m.metrics.pinErrors.Set(bad)
+	met.pinned.Set(pinned)
+	met.pinErrors.Set(bad)
 }

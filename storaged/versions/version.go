@@ -10,6 +10,7 @@ import (
 
 	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
+	"spangle/storaged/builder"
 	"spangle/storaged/repair"
 	"spangle/storaged/table"
 )
@@ -205,4 +206,11 @@ func (m *Manager) CurrentVersion(db string) string {
 		return d.current.Name
 	}
 	return ""
+}
+
+// openedVersion wraps the partitions a build opened in a servable
+// Version, whose lookups report corrupt blocks to reports
+// (storaged/repair).
+func openedVersion(db, name string, o builder.Opened, reports chan<- repair.Report) *Version {
+	return newVersion(db, name, o.N, o.Created, o.ContentType, o.Parts, reports)
 }
