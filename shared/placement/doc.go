@@ -15,8 +15,11 @@
 // A storaged node decides what it holds in storaged/cluster (the
 // Controller's holdings): the coordinator's assignment when one covers
 // the version, else Held under the configured strategy less what the
-// max_replication filter drops. The coordinator (storaged/coordinator)
-// plans its assignments with the strategies, Score and Load from here.
+// max_replication filter drops. The coordinator's leader
+// (storaged/coordinator) plans its assignments with the moves from here
+// (repair.go): Repair gives a gone shard's copies to live ones, Rebalance
+// gives a joiner its share, Trim drops surplus copies, Gone and Idle name
+// the shards they act on.
 //
 // Everything here is pure: no sockets, no clocks, no randomness, so every
 // node and the leader compute the same answer from the same inputs, and

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/parquetkv"
 	"spangle/shared/source"
 	"spangle/storaged/loader"
@@ -34,10 +35,10 @@ type Options struct {
 	Format func(db string) parquetkv.Format
 	// Cache bounds each open partition's memory.
 	Cache table.CacheOptions
-	// CopyPartition copies partition p of db/version from a peer that
+	// CopyPartition copies partition p from a peer that
 	// serves it into dir, which it creates; nil, or an error (wrapping
 	// ErrNoPeer when no peer serves it), builds it from the source.
-	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
+	CopyPartition func(ctx context.Context, p dbver.Partition, dir string) error
 	// Log defaults to no logging.
 	Log *zap.Logger
 	// Registerer receives the metrics; nil registers nowhere.
@@ -121,7 +122,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 	}
 	n, ctype := layout.Partitions, layout.ContentType
 	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) && man.NumPartitions == n {
-		parts, err := b.Open(func(p int) string { return st.PartitionDir(db, name, p) }, n, held)
+		parts, err := b.Open(func(p int) string { return st.PartitionDir(dbver.Of(db, name).Partition(p)) }, n, held)
 		if err == nil {
 			// Its values were built as the marker said then.
 			return Opened{Parts: parts, N: n, Created: man.Created, ContentType: man.ContentType}, nil
@@ -145,7 +146,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 	if len(rest) > 0 {
 		res, err = loader.Load(ctx, loader.Request{
 			Source: b.opts.Source, DB: db, Version: name, Files: files, Held: rest,
-			Dir:      func(p int) string { return st.PartitionDir(db, name, p) },
+			Dir:      func(p int) string { return st.PartitionDir(dbver.Of(db, name).Partition(p)) },
 			Progress: prog,
 		}, lopts)
 		if err != nil {
@@ -153,7 +154,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 		}
 		b.records.Add(float64(res.Records))
 	}
-	parts, err := b.Open(func(p int) string { return st.PartitionDir(db, name, p) }, n, held)
+	parts, err := b.Open(func(p int) string { return st.PartitionDir(dbver.Of(db, name).Partition(p)) }, n, held)
 	if err != nil {
 		return Opened{}, LocalErr(err)
 	}
@@ -219,8 +220,9 @@ func (b *Builder) copyFromPeers(ctx context.Context, db, name string, held []int
 	}
 	copied := 0
 	for _, p := range held {
-		dir := b.opts.Store.PartitionDir(db, name, p)
-		err := cp(ctx, db, name, p, dir)
+		part := dbver.Of(db, name).Partition(p)
+		dir := b.opts.Store.PartitionDir(part)
+		err := cp(ctx, part, dir)
 		if err == nil {
 			err = table.VerifyPartition(ctx, dir, nil)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/storaged/loader"
 	"spangle/storaged/repair"
@@ -64,7 +65,7 @@ func (b *Builder) BuildBeside(ctx context.Context, db, name string, files []sour
 		return Opened{}, LocalErr(err)
 	}
 	created := newest(files)
-	dir := func(p int) string { return st.RebuildPartitionDir(db, name, p) }
+	dir := func(p int) string { return st.RebuildPartitionDir(dbver.Of(db, name).Partition(p)) }
 	lopts := b.LoaderOptions(db)
 	layout, err := loader.Detect(files, lopts.Formats)
 	if err != nil {

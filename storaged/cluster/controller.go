@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/storaged/versions"
@@ -82,8 +83,6 @@ type tracked struct {
 	activated bool
 }
 
-type vkey struct{ db, version string }
-
 // Controller runs one node's part of the cluster protocol. It is safe for
 // concurrent use; Hooks are called by the version manager, Run drives
 // membership and activation.
@@ -92,12 +91,12 @@ type Controller struct {
 	log  *zap.Logger
 
 	mu         sync.Mutex
-	converged  bool                // guarded by mu
-	changed    chan struct{}       // guarded by mu; closed when converged changes
-	tracked    map[vkey]*tracked   // guarded by mu
-	lastActive map[string]string   // guarded by mu; newest version activated per db
-	lastPins   map[string]topo.Pin // guarded by mu; the pins Run last saw
-	runCtx     context.Context     // guarded by mu; Run's context once running
+	converged  bool                       // guarded by mu
+	changed    chan struct{}              // guarded by mu; closed when converged changes
+	tracked    map[dbver.Version]*tracked // guarded by mu
+	lastActive map[string]string          // guarded by mu; newest version activated per db
+	lastPins   map[string]topo.Pin        // guarded by mu; the pins Run last saw
+	runCtx     context.Context            // guarded by mu; Run's context once running
 }
 
 // New returns a Controller; Run starts it.
@@ -132,7 +131,7 @@ func New(opts Options) (*Controller, error) {
 	return &Controller{
 		opts: opts, log: opts.Log,
 		changed:    make(chan struct{}),
-		tracked:    map[vkey]*tracked{},
+		tracked:    map[dbver.Version]*tracked{},
 		lastActive: map[string]string{},
 	}, nil
 }
@@ -265,7 +264,7 @@ func (c *Controller) setConverged(v bool) {
 // complete, never to one older than the db's last activated version.
 func (c *Controller) activate(m *topo.Map, act Activator) {
 	type cand struct {
-		k vkey
+		k dbver.Version
 		t *tracked
 	}
 	var todo []cand
@@ -274,7 +273,7 @@ func (c *Controller) activate(m *topo.Map, act Activator) {
 		if t.activated {
 			continue
 		}
-		ok, stale := c.mayActivateLocked(m, k.db, k.version)
+		ok, stale := c.mayActivateLocked(m, k.DB, k.Version)
 		if stale {
 			delete(c.tracked, k) // superseded before it was ever complete
 			continue
@@ -282,22 +281,22 @@ func (c *Controller) activate(m *topo.Map, act Activator) {
 		if !ok {
 			continue // not the pinned version: it waits for the unpin
 		}
-		if m.Version(k.db, k.version).Complete(c.opts.MinReplication) {
+		if m.Version(k.DB, k.Version).Complete(c.opts.MinReplication) {
 			todo = append(todo, cand{k, t})
 		}
 	}
 	c.mu.Unlock()
-	sort.Slice(todo, func(i, j int) bool { return todo[i].k.version < todo[j].k.version })
+	sort.Slice(todo, func(i, j int) bool { return todo[i].k.Version < todo[j].k.Version })
 	for _, cd := range todo {
-		err := act.Activate(cd.k.db, cd.k.version)
+		err := act.Activate(cd.k.DB, cd.k.Version)
 		c.mu.Lock()
 		switch {
 		case err == nil:
 			cd.t.activated = true
-			if cd.k.version > c.lastActive[cd.k.db] || m.PinOf(cd.k.db).Version == cd.k.version {
+			if cd.k.Version > c.lastActive[cd.k.DB] || m.PinOf(cd.k.DB).Version == cd.k.Version {
 				// A pinned version counts as the last activated: after
 				// the unpin, only newer ones are.
-				c.lastActive[cd.k.db] = cd.k.version
+				c.lastActive[cd.k.DB] = cd.k.Version
 			}
 		case errors.Is(err, versions.ErrVersionNotHeld):
 			if c.tracked[cd.k] == cd.t {
@@ -307,9 +306,9 @@ func (c *Controller) activate(m *topo.Map, act Activator) {
 		c.mu.Unlock()
 		if err == nil {
 			c.log.Info("version complete in the cluster; serving it to clients",
-				zap.String("db", cd.k.db), zap.String("version", cd.k.version))
+				zap.String("db", cd.k.DB), zap.String("version", cd.k.Version))
 		} else if !errors.Is(err, versions.ErrVersionNotHeld) {
-			c.log.Warn("activating version", zap.String("db", cd.k.db), zap.String("version", cd.k.version), zap.Error(err))
+			c.log.Warn("activating version", zap.String("db", cd.k.DB), zap.String("version", cd.k.Version), zap.Error(err))
 		}
 	}
 }

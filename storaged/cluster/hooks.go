@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 	"spangle/shared/wait"
 )
@@ -22,7 +23,7 @@ const retryUnavailable = 200 * time.Millisecond
 // live session, records the version's partition count in the cluster
 // (the first node's count wins), and decides the partitions (holdings).
 func (c *Controller) held(ctx context.Context, db, version string, n int) ([]int, error) {
-	k := vkey{db, version}
+	k := dbver.Of(db, version)
 	c.mu.Lock()
 	t := c.tracked[k]
 	if t == nil {
@@ -107,7 +108,7 @@ func (c *Controller) partitionReady(db, version string, p, n int) {
 // cluster map before the data goes.
 func (c *Controller) beforeRemove(db, version string, partitions []int) {
 	c.mu.Lock()
-	delete(c.tracked, vkey{db, version})
+	delete(c.tracked, dbver.Of(db, version))
 	c.mu.Unlock()
 	for _, p := range partitions {
 		err := c.opts.Conn.UnpublishPartition(c.ctx(), db, version, p, c.opts.Node.Addr)

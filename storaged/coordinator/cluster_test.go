@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"spangle/shared/dbver"
 	"spangle/shared/placement"
 	"spangle/shared/topo"
 	"spangle/storaged/coordinator"
@@ -48,9 +49,9 @@ func (h *memHolder) Held(db, version string) []int {
 	return append([]int(nil), h.held[db+"/"+version]...)
 }
 
-func (h *memHolder) Fetch(ctx context.Context, db, version string, p int, peers []string) error {
+func (h *memHolder) Fetch(ctx context.Context, part dbver.Partition, peers []string) error {
 	if len(peers) == 0 {
-		return fmt.Errorf("no peer serves %s/%s/%d", db, version, p)
+		return fmt.Errorf("no peer serves %s", part)
 	}
 	select {
 	case <-time.After(h.delay):
@@ -59,7 +60,7 @@ func (h *memHolder) Fetch(ctx context.Context, db, version string, p int, peers 
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	k := db + "/" + version
+	k, p := part.Of().String(), part.P
 	if !slices.Contains(h.held[k], p) {
 		h.held[k] = append(h.held[k], p)
 		h.fetched++
@@ -67,11 +68,11 @@ func (h *memHolder) Fetch(ctx context.Context, db, version string, p int, peers 
 	return nil
 }
 
-func (h *memHolder) Drop(_ context.Context, db, version string, p int) error {
+func (h *memHolder) Drop(_ context.Context, p dbver.Partition) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	k := db + "/" + version
-	h.held[k] = slices.DeleteFunc(h.held[k], func(x int) bool { return x == p })
+	k := p.Of().String()
+	h.held[k] = slices.DeleteFunc(h.held[k], func(x int) bool { return x == p.P })
 	return nil
 }
 

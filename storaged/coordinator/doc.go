@@ -15,4 +15,15 @@
 // has served for prune_after, goes with its assignment. The service
 // itself refuses the delete while any replica is published, and a node
 // that serves the version again later creates its entry again.
+//
+// What is here, by file: the leader, which only the elected node runs
+// (coordinator.go: election and Run; leader.go: each round's plan and
+// commit; elect.go: the ELECT quorum, server side and client side;
+// prune.go; pin.go: the pins it publishes; status.go); the Follower,
+// which every node runs to carry out the assignments that concern it
+// (follow.go, with AssignedTo, which storaged/cluster reads); and what an
+// assignment means once published (assignment.go: which holders are
+// settled, which stay in force, what is pending). The moves from one
+// placement to the next are pure arithmetic and live in shared/placement.
+// storaged/cluster, not this package, is a node's own membership.
 package coordinator

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 )
 
@@ -22,12 +23,12 @@ var ErrNotServable = errors.New("coordinator: version not servable here")
 type Holder interface {
 	// Held lists the partitions of db/version held locally.
 	Held(db, version string) []int
-	// Fetch makes partition p of db/version servable locally, from one of
-	// peers (addresses that serve it now) or from the source, and returns
-	// once it is.
-	Fetch(ctx context.Context, db, version string, p int, peers []string) error
-	// Drop removes partition p of db/version from the local store.
-	Drop(ctx context.Context, db, version string, p int) error
+	// Fetch makes partition p servable locally, from one of peers
+	// (addresses that serve it now) or from the source, and returns once
+	// it is.
+	Fetch(ctx context.Context, p dbver.Partition, peers []string) error
+	// Drop removes partition p from the local store.
+	Drop(ctx context.Context, p dbver.Partition) error
 }
 
 // FollowerOptions configures a Follower. Zero values select the
@@ -60,12 +61,7 @@ type Follower struct {
 	sem  chan struct{}
 
 	mu       sync.Mutex
-	inFlight map[pkey]bool // guarded by mu
-}
-
-type pkey struct {
-	vkey
-	p int
+	inFlight map[dbver.Partition]bool // guarded by mu
 }
 
 // NewFollower returns a Follower; Run starts it.
@@ -85,7 +81,7 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
 	}
-	return &Follower{opts: opts, log: opts.Log, sem: make(chan struct{}, opts.Concurrency), inFlight: map[pkey]bool{}}, nil
+	return &Follower{opts: opts, log: opts.Log, sem: make(chan struct{}, opts.Concurrency), inFlight: map[dbver.Partition]bool{}}, nil
 }
 
 // Run follows the assignments until ctx ends, and returns nil then.
@@ -127,7 +123,7 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 	for p := range a.Replicas {
 		should := Holds(a, pub, self.ShardID, p)
 		has := slices.Contains(held, p)
-		k := pkey{vkey{a.DB, a.Version}, p}
+		k := dbver.Of(a.DB, a.Version).Partition(p)
 		switch {
 		case should && !has:
 			f.startFetch(ctx, wg, k, peersOf(m, a.DB, a.Version, p, self.Addr))
@@ -139,7 +135,7 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 			if err := f.opts.Conn.UnpublishPartition(ctx, a.DB, a.Version, p, self.Addr); err != nil {
 				continue // keep it until the map can say it is gone
 			}
-			if err := f.opts.Holder.Drop(ctx, a.DB, a.Version, p); err != nil {
+			if err := f.opts.Holder.Drop(ctx, dbver.Of(a.DB, a.Version).Partition(p)); err != nil {
 				f.log.Warn("dropping a partition no longer assigned", zap.String("db", a.DB),
 					zap.String("version", a.Version), zap.Int("partition", p), zap.Error(err))
 				continue
@@ -159,7 +155,7 @@ func peersOf(m *topo.Map, db, version string, p int, self string) []string {
 	return peers
 }
 
-func (f *Follower) busy(k pkey) bool {
+func (f *Follower) busy(k dbver.Partition) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.inFlight[k]
@@ -167,7 +163,7 @@ func (f *Follower) busy(k pkey) bool {
 
 // startFetch fetches and publishes one partition in the background,
 // unless it is being fetched already.
-func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, peers []string) {
+func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k dbver.Partition, peers []string) {
 	f.mu.Lock()
 	if f.inFlight[k] {
 		f.mu.Unlock()
@@ -189,8 +185,8 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, p
 			return
 		}
 		defer func() { <-f.sem }()
-		log := f.log.With(zap.String("db", k.db), zap.String("version", k.version), zap.Int("partition", k.p))
-		if err := f.opts.Holder.Fetch(ctx, k.db, k.version, k.p, peers); err != nil {
+		log := f.log.With(zap.String("db", k.DB), zap.String("version", k.Version), zap.Int("partition", k.P))
+		if err := f.opts.Holder.Fetch(ctx, k, peers); err != nil {
 			switch {
 			case ctx.Err() != nil:
 			case errors.Is(err, ErrNotServable):
@@ -200,7 +196,7 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k pkey, p
 			}
 			return
 		}
-		if err := f.opts.Conn.PublishPartition(ctx, k.db, k.version, k.p, f.opts.Self.Addr); err != nil && !errors.Is(err, topo.ErrUnavailable) {
+		if err := f.opts.Conn.PublishPartition(ctx, k.DB, k.Version, k.P, f.opts.Self.Addr); err != nil && !errors.Is(err, topo.ErrUnavailable) {
 			log.Warn("publishing a fetched partition", zap.Error(err))
 			return
 		}

@@ -8,24 +8,23 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/placement"
 	"spangle/shared/topo"
 )
-
-type vkey struct{ db, version string }
 
 // leaderState is what a leader remembers between its rounds. A new
 // leader starts afresh, so it waits RereplicateAfter (and PruneAfter)
 // again from when it took over: late rather than wrong.
 type leaderState struct {
-	lastSeen      map[string]time.Time // shard id -> when last in the ring (or first missed)
-	underSince    map[vkey]time.Time   // versions without assignment found under-replicated
-	unservedSince map[vkey]time.Time   // superseded versions found without a replica, for prune
-	pruneErr      string               // the last pruning error, logged once
+	lastSeen      map[string]time.Time        // shard id -> when last in the ring (or first missed)
+	underSince    map[dbver.Version]time.Time // versions without assignment found under-replicated
+	unservedSince map[dbver.Version]time.Time // superseded versions found without a replica, for prune
+	pruneErr      string                      // the last pruning error, logged once
 }
 
 func newLeaderState() *leaderState {
-	return &leaderState{lastSeen: map[string]time.Time{}, underSince: map[vkey]time.Time{}, unservedSince: map[vkey]time.Time{}}
+	return &leaderState{lastSeen: map[string]time.Time{}, underSince: map[dbver.Version]time.Time{}, unservedSince: map[dbver.Version]time.Time{}}
 }
 
 // goneFor says how long shard id has been out of the ring, counting from
@@ -126,9 +125,9 @@ func (c *Coordinator) round(ctx context.Context, l topo.Leadership, st *leaderSt
 // to live shards, and with the rendezvous strategy a shard that holds
 // nothing takes its share.
 func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []topo.Assignment, st *leaderState, now time.Time) []change {
-	byKey := map[vkey]topo.Assignment{}
+	byKey := map[dbver.Version]topo.Assignment{}
 	for _, a := range as {
-		byKey[vkey{a.DB, a.Version}] = a
+		byKey[dbver.Of(a.DB, a.Version)] = a
 	}
 	r := c.opts.Replication
 	var out []change
@@ -137,7 +136,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 		if ver == "" {
 			continue
 		}
-		k := vkey{db, ver}
+		k := dbver.Of(db, ver)
 		v := m.Version(db, ver)
 		pub := Published(m, v)
 		a, assigned := byKey[k]
@@ -154,7 +153,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 		if c.opts.RereplicateAfter > 0 {
 			due := false
 			var keep []string // gone, but not for long enough yet
-			for _, g := range Gone(cur, live) {
+			for _, g := range placement.Gone(cur, live) {
 				if st.goneFor(g, now) >= c.opts.RereplicateAfter {
 					due = true
 				} else {
@@ -172,7 +171,7 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 				}
 			}
 			if due {
-				next = Repair(cur, live, r, keep...)
+				next = placement.Repair(cur, live, r, keep...)
 				why = "re-replication"
 			}
 		}
@@ -181,19 +180,19 @@ func (c *Coordinator) plan(m *topo.Map, live []string, ringVersion int64, as []t
 		// share when one joined (also one that loaded the plain ring's
 		// share by itself: its surplus copies go). Not while copies are
 		// missing: repair comes first.
-		if c.opts.Strategy.Name() == (placement.Rendezvous{}).Name() && len(Gone(next, live)) == 0 &&
+		if c.opts.Strategy.Name() == (placement.Rendezvous{}).Name() && len(placement.Gone(next, live)) == 0 &&
 			!under(next, r, len(live)) && (assigned || !under(pub, r, len(live))) {
-			if rb := Rebalance(Trim(next, r), live, r); !samePlacement(rb, next) {
+			if rb := placement.Rebalance(placement.Trim(next, r), live, r); !placement.Equal(rb, next) {
 				next = rb
 				why += " rebalance"
 			}
 		}
-		if samePlacement(next, cur) {
+		if placement.Equal(next, cur) {
 			continue
 		}
 		first := 0
 		for p := range next {
-			if !samePlacement(placement.Placement{next[p]}, placement.Placement{cur[p]}) {
+			if !placement.Equal(placement.Placement{next[p]}, placement.Placement{cur[p]}) {
 				first = p
 				break
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/shared/topo/memtopo"
@@ -25,7 +26,7 @@ func TestSupersededKeepsPinned(t *testing.T) {
 	b.AddPin("a", topo.Pin{Version: "v0", Generation: 3})
 	m := b.Build(1)
 	as := []topo.Assignment{{DB: "a", Version: "v0"}}
-	if got, want := superseded(m, as, 1), []vkey{{"a", "v1"}}; !reflect.DeepEqual(got, want) {
+	if got, want := superseded(m, as, 1), []dbver.Version{{DB: "a", Version: "v1"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("superseded with v0 pinned = %v, want %v", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 )
 
@@ -19,9 +20,9 @@ import (
 // entry already gone, or never given its info). The newest complete
 // version and anything newer are never among them, so neither is a
 // db's newest version, nor a db's pinned version.
-func superseded(m *topo.Map, as []topo.Assignment, minReplication int) []vkey {
+func superseded(m *topo.Map, as []topo.Assignment, minReplication int) []dbver.Version {
 	served := map[string]string{} // db -> its newest complete version
-	var out []vkey
+	var out []dbver.Version
 	for _, db := range m.DBNames() {
 		newest := m.NewestComplete(db, minReplication)
 		if newest == "" {
@@ -32,20 +33,20 @@ func superseded(m *topo.Map, as []topo.Assignment, minReplication int) []vkey {
 			// A pinned version is never pruned, however long unserved:
 			// nodes load it again while the pin is in force.
 			if name < newest && name != m.PinOf(db).Version && unserved(m.Version(db, name)) {
-				out = append(out, vkey{db, name})
+				out = append(out, dbver.Of(db, name))
 			}
 		}
 	}
 	for _, a := range as {
 		if newest := served[a.DB]; newest != "" && a.Version < newest && a.Version != m.PinOf(a.DB).Version && m.Version(a.DB, a.Version) == nil {
-			out = append(out, vkey{a.DB, a.Version})
+			out = append(out, dbver.Of(a.DB, a.Version))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].db != out[j].db {
-			return out[i].db < out[j].db
+		if out[i].DB != out[j].DB {
+			return out[i].DB < out[j].DB
 		}
-		return out[i].version < out[j].version
+		return out[i].Version < out[j].Version
 	})
 	return out
 }
@@ -68,7 +69,7 @@ func unserved(v *topo.Version) bool {
 // again next round.
 func (c *Coordinator) prune(ctx context.Context, m *topo.Map, as []topo.Assignment, st *leaderState, now time.Time) error {
 	due := superseded(m, as, c.opts.MinReplication)
-	seen := make(map[vkey]bool, len(due))
+	seen := make(map[dbver.Version]bool, len(due))
 	for _, k := range due {
 		seen[k] = true
 	}
@@ -87,9 +88,9 @@ func (c *Coordinator) prune(ctx context.Context, m *topo.Map, as []topo.Assignme
 		if now.Sub(since) < c.opts.PruneAfter {
 			continue
 		}
-		gone, err := c.opts.Coord.PruneVersion(ctx, k.db, k.version)
+		gone, err := c.opts.Coord.PruneVersion(ctx, k.DB, k.Version)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("coordinator: pruning %s/%s: %w", k.db, k.version, err))
+			errs = append(errs, fmt.Errorf("coordinator: pruning %s/%s: %w", k.DB, k.Version, err))
 			if errors.Is(err, topo.ErrUnavailable) || errors.Is(err, topo.ErrClosed) || ctx.Err() != nil {
 				break // the rest would fail alike
 			}
@@ -100,12 +101,12 @@ func (c *Coordinator) prune(ctx context.Context, m *topo.Map, as []topo.Assignme
 		delete(st.unservedSince, k)
 		if gone {
 			c.log.Info("version pruned: superseded and unserved",
-				zap.String("db", k.db), zap.String("version", k.version),
-				zap.String("served", m.NewestComplete(k.db, c.opts.MinReplication)),
+				zap.String("db", k.DB), zap.String("version", k.Version),
+				zap.String("served", m.NewestComplete(k.DB, c.opts.MinReplication)),
 				zap.Duration("unserved_for", now.Sub(since)))
 		} else {
 			c.log.Debug("version not pruned: a replica was published meanwhile",
-				zap.String("db", k.db), zap.String("version", k.version))
+				zap.String("db", k.DB), zap.String("version", k.Version))
 		}
 	}
 	return errors.Join(errs...)

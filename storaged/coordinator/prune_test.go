@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 	"spangle/shared/topo/memtopo"
 )
@@ -41,7 +42,7 @@ func TestSuperseded(t *testing.T) {
 		{DB: "a", Version: "v2"}, // served
 		{DB: "c", Version: "v0"}, // no complete version of c
 	}
-	want := []vkey{{"a", "v0"}, {"a", "v1"}}
+	want := []dbver.Version{{DB: "a", Version: "v0"}, {DB: "a", Version: "v1"}}
 	if got := superseded(m, as, 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("superseded = %v, want %v", got, want)
 	}

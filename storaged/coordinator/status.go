@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
@@ -89,18 +90,18 @@ func (c *Coordinator) setLeading(token string, leading bool) {
 // setProgress records the ring, the last decision and the assignments
 // still in progress.
 func (c *Coordinator) setProgress(m *topo.Map, ring topo.Ring, d topo.Decision, as []topo.Assignment) {
-	latest := map[vkey]topo.Assignment{}
+	latest := map[dbver.Version]topo.Assignment{}
 	for _, a := range as {
-		latest[vkey{a.DB, a.Version}] = a // later entries are newer
+		latest[dbver.Of(a.DB, a.Version)] = a // later entries are newer
 	}
 	var prog []Progress
 	for k, a := range latest {
-		v := m.Version(k.db, k.version)
+		v := m.Version(k.DB, k.Version)
 		if v == nil {
 			continue
 		}
 		if n := Pending(a, Published(m, v)); n > 0 {
-			prog = append(prog, Progress{DB: k.db, Version: k.version, Pending: n})
+			prog = append(prog, Progress{DB: k.DB, Version: k.Version, Pending: n})
 		}
 	}
 	sort.Slice(prog, func(i, j int) bool {

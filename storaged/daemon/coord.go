@@ -75,7 +75,7 @@ func withCoordination(c *coordinator.Coordinator, mgr *versions.Manager, tlsSrc 
 	if c == nil {
 		return next
 	}
-	copier := tlsSrc.PeerOnly(transfer.Handler(mgr.PartitionDir))
+	copier := tlsSrc.PeerOnly(transfer.Handler(mgr.Views().PartitionDir))
 	elect := tlsSrc.PeerOnly(c)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

@@ -162,7 +162,7 @@ func TestCoordinationInProcess(t *testing.T) {
 		if d.Addr == dead {
 			continue
 		}
-		held := d.Versions.HeldPartitions("db", "v1")
+		held := d.Versions.Views().HeldPartitions("db", "v1")
 		if len(held) != 6 {
 			t.Errorf("%s holds %v, want all 6 partitions", d.Addr, held)
 		}

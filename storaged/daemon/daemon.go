@@ -203,8 +203,8 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	sopts.Versions = mgr
-	sopts.Source = mgr.SourceStatus
+	sopts.Versions, sopts.Views = mgr, mgr.Views()
+	sopts.Source = mgr.Views().SourceStatus
 	srv, err := server.New(sopts)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -222,7 +222,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	mctx, mcancel := context.WithCancel(context.Background())
 	if cfg.Debug.Bind != "" {
 		dh := debugserver.Handler(debugserver.Options{Pprof: cfg.Debug.Pprof, Expvars: cfg.Debug.Expvars,
-			Vars: map[string]func() any{"build": func() any { return build }, "health": func() any { return mgr.Health() }}})
+			Vars: map[string]func() any{"build": func() any { return build }, "health": func() any { return mgr.Views().Health() }}})
 		if d.DebugAddr, _, err = debugserver.Serve(mctx, cfg.Debug.Bind, dh, log.Named("debug")); err != nil {
 			mcancel()
 			return nil, fmt.Errorf("daemon: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 	"spangle/storaged/coordinator"
 	"spangle/storaged/replica"
@@ -32,11 +33,11 @@ type peerClient struct {
 	scheme string
 }
 
-func (h *holder) Held(db, version string) []int { return h.mgr.HeldPartitions(db, version) }
+func (h *holder) Held(db, version string) []int { return h.mgr.Views().HeldPartitions(db, version) }
 
-func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []string) error {
-	err := h.mgr.Replicas().Add(ctx, db, version, p, func(ctx context.Context, dir string) error {
-		return copyFromPeers(ctx, h.client, h.log, peers, db, version, p, dir)
+func (h *holder) Fetch(ctx context.Context, p dbver.Partition, peers []string) error {
+	err := h.mgr.Replicas().Add(ctx, p.DB, p.Version, p.P, func(ctx context.Context, dir string) error {
+		return copyFromPeers(ctx, h.client, h.log, peers, p, dir)
 	})
 	if errors.Is(err, replica.ErrNotServed) {
 		return fmt.Errorf("%w: %w", coordinator.ErrNotServable, err)
@@ -44,19 +45,19 @@ func (h *holder) Fetch(ctx context.Context, db, version string, p int, peers []s
 	return err
 }
 
-// copyFromPeers copies partition p of db/version into dir from the first
-// of peers that gives it.
-func copyFromPeers(ctx context.Context, client peerClient, log *zap.Logger, peers []string, db, version string, p int, dir string) error {
+// copyFromPeers copies partition p into dir from the first of peers that
+// gives it.
+func copyFromPeers(ctx context.Context, client peerClient, log *zap.Logger, peers []string, p dbver.Partition, dir string) error {
 	if len(peers) == 0 {
 		return versions.ErrNoPeer
 	}
 	for _, peer := range peers {
-		err := transfer.Fetch(ctx, client.http, client.scheme, peer, db, version, p, dir)
+		err := transfer.Fetch(ctx, client.http, client.scheme, peer, p, dir)
 		if err == nil {
 			return nil
 		}
 		log.Info("copying a partition from a peer failed; trying the next", zap.String("peer", peer),
-			zap.String("db", db), zap.String("version", version), zap.Int("partition", p), zap.Error(err))
+			zap.String("db", p.DB), zap.String("version", p.Version), zap.Int("partition", p.P), zap.Error(err))
 		os.RemoveAll(dir)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -68,18 +69,18 @@ func copyFromPeers(ctx context.Context, client peerClient, log *zap.Logger, peer
 // peerCopier is the version manager's Hooks.CopyPartition in cluster
 // mode: a partition (corrupt, or of a version being loaded) is copied
 // from the other replicas the cluster map lists.
-func peerCopier(conn topo.Conn, self string, client peerClient, log *zap.Logger) func(ctx context.Context, db, version string, p int, dir string) error {
-	return func(ctx context.Context, db, version string, p int, dir string) error {
+func peerCopier(conn topo.Conn, self string, client peerClient, log *zap.Logger) func(ctx context.Context, p dbver.Partition, dir string) error {
+	return func(ctx context.Context, p dbver.Partition, dir string) error {
 		var peers []string
-		for _, addr := range conn.Map().Replicas(db, version, p) {
+		for _, addr := range conn.Map().Replicas(p.DB, p.Version, p.P) {
 			if addr != self {
 				peers = append(peers, addr)
 			}
 		}
-		return copyFromPeers(ctx, client, log, peers, db, version, p, dir)
+		return copyFromPeers(ctx, client, log, peers, p, dir)
 	}
 }
 
-func (h *holder) Drop(ctx context.Context, db, version string, p int) error {
-	return h.mgr.Replicas().Drop(ctx, db, version, p)
+func (h *holder) Drop(ctx context.Context, p dbver.Partition) error {
+	return h.mgr.Replicas().Drop(ctx, p.DB, p.Version, p.P)
 }

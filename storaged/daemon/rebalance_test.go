@@ -54,7 +54,7 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 	before := map[string][]int{}
 	var shards []string
 	for _, d := range ds {
-		before[d.Addr] = d.Versions.HeldPartitions("db", "v1")
+		before[d.Addr] = d.Versions.Views().HeldPartitions("db", "v1")
 		shards = append(shards, d.Addr)
 	}
 	// The first deal is rendezvous's, not the sequins ring's.
@@ -84,7 +84,7 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 	gained := func() []string {
 		var g []string
 		for _, d := range ds {
-			for _, p := range d.Versions.HeldPartitions("db", "v1") {
+			for _, p := range d.Versions.Views().HeldPartitions("db", "v1") {
 				if !slices.Contains(before[d.Addr], p) {
 					g = append(g, fmt.Sprintf("%s gained partition %d in a join", d.Addr, p))
 				}
@@ -116,11 +116,11 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 			}
 		}
 		mine := load[joiner.Addr]
-		return mine > 0 && len(joiner.Versions.HeldPartitions("db", "v1")) == mine && len(gained()) == 0
+		return mine > 0 && len(joiner.Versions.Views().HeldPartitions("db", "v1")) == mine && len(gained()) == 0
 	}
 	for deadline := time.Now().Add(30 * time.Second); !settled(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the joiner %s holds %v; replicas %v; %q", joiner.Addr, joiner.Versions.HeldPartitions("db", "v1"), watch.Map().Version("db", "v1").Replicas, gained())
+			t.Fatalf("the joiner %s holds %v; replicas %v; %q", joiner.Addr, joiner.Versions.Views().HeldPartitions("db", "v1"), watch.Map().Version("db", "v1").Replicas, gained())
 		}
 	}
 	close(stop)
@@ -128,5 +128,5 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 	if res[0] == 0 || res[1] > 0 {
 		t.Errorf("%d of %d reads failed during the rebalance", res[1], res[0])
 	}
-	t.Logf("joiner holds %v; %d reads during the rebalance, none failed", joiner.Versions.HeldPartitions("db", "v1"), res[0])
+	t.Logf("joiner holds %v; %d reads during the rebalance, none failed", joiner.Versions.Views().HeldPartitions("db", "v1"), res[0])
 }

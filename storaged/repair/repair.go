@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/shared/wait"
 	"spangle/storaged/scrub"
@@ -49,32 +50,31 @@ const (
 // waits for room, a later one reports again.
 const reportQueue = 64
 
-// Report says that a lookup or the scrub found a bad block in partition P
-// of DB/Version, while Part was serving it.
+// Report says that a lookup or the scrub found a bad block in Partition,
+// while Part was serving it.
 type Report struct {
-	DB, Version string
-	P           int
-	Part        *table.Partition
-	Err         error
-	By          string // FoundByLookup or FoundByScrub
+	dbver.Partition
+	Part *table.Partition
+	Err  error
+	By   string // FoundByLookup or FoundByScrub
 }
 
 // Host is what the Repairer needs of the version manager. Each call takes
 // the manager's lock for a moment; none is made while the Repairer holds
 // its own.
 type Host interface {
-	// Serving returns partition p of db/version as the node serves it
-	// now, and the source files the version was built from; nil when the
-	// node serves no such partition.
-	Serving(db, version string, p int) (*table.Partition, []source.File)
-	// Fill writes partition p of db/version into dir, emptied first: a
-	// copy from a peer, checked block by block, else a build from files.
-	// It returns where the partition came from, FromPeer or FromSource.
-	Fill(ctx context.Context, db, version string, files []source.File, p int, dir string) (string, error)
-	// Swap makes part serve partition p of db/version in place of old,
-	// with one snapshot swap, and reports true; false, changing nothing,
-	// when old no longer serves it.
-	Swap(db, version string, p int, old, part *table.Partition) bool
+	// Serving returns partition p as the node serves it now, and the
+	// source files its version was built from; nil when the node serves
+	// no such partition.
+	Serving(p dbver.Partition) (*table.Partition, []source.File)
+	// Fill writes partition p into dir, emptied first: a copy from a
+	// peer, checked block by block, else a build from files. It returns
+	// where the partition came from, FromPeer or FromSource.
+	Fill(ctx context.Context, p dbver.Partition, files []source.File, dir string) (string, error)
+	// Swap makes part serve partition p in place of old, with one
+	// snapshot swap, and reports true; false, changing nothing, when old
+	// no longer serves it.
+	Swap(p dbver.Partition, old, part *table.Partition) bool
 }
 
 // Options configures a Repairer.
@@ -96,11 +96,6 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-type key struct {
-	db, version string
-	p           int
-}
-
 // bad is a partition found corrupt and not yet replaced.
 type bad struct {
 	part   *table.Partition // the bad copy, serving until replaced
@@ -117,8 +112,8 @@ type Repairer struct {
 	scrub   *scrub.Scrubber // nil: no scrub
 	metrics metrics
 
-	mu  sync.Mutex   // guards bad
-	bad map[key]*bad // the corrupt partitions not yet replaced
+	mu  sync.Mutex               // guards bad
+	bad map[dbver.Partition]*bad // the corrupt partitions not yet replaced
 }
 
 // New returns a Repairer working on host's partitions; Run starts it.
@@ -130,7 +125,7 @@ func New(opts Options, host Host) *Repairer {
 		opts.Log = zap.NewNop()
 	}
 	r := &Repairer{opts: opts, host: host, log: opts.Log, reports: make(chan Report, reportQueue),
-		bad: map[key]*bad{}, metrics: newMetrics(opts.Registerer)}
+		bad: map[dbver.Partition]*bad{}, metrics: newMetrics(opts.Registerer)}
 	r.scrub = scrub.New(opts.ScrubRate, r.metrics.scrubBytes, opts.Log)
 	return r
 }
@@ -153,7 +148,7 @@ func (r *Repairer) Run(ctx context.Context) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r.repair(ctx, &wg, rep.DB, rep.Version, rep.P, b)
+					r.repair(ctx, &wg, rep.Partition, b)
 				}()
 			}
 		}
@@ -163,10 +158,10 @@ func (r *Repairer) Run(ctx context.Context) {
 // mark records the reported partition bad and returns it, or nil when
 // the report is stale or a rebuild of this very copy is under way.
 func (r *Repairer) mark(rep Report) *bad {
-	if part, _ := r.host.Serving(rep.DB, rep.Version, rep.P); part == nil || part != rep.Part {
+	if part, _ := r.host.Serving(rep.Partition); part == nil || part != rep.Part {
 		return nil
 	}
-	k := key{rep.DB, rep.Version, rep.P}
+	k := rep.Partition
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b := r.bad[k]; b != nil && b.part == rep.Part {
@@ -191,15 +186,14 @@ var errStale = errors.New("repair: partition no longer served")
 // repair rebuilds a bad partition until it is replaced, its version or
 // partition is no longer served, or ctx ends. wg is Run's: the bad copy's
 // closing joins it.
-func (r *Repairer) repair(ctx context.Context, wg *sync.WaitGroup, db, version string, p int, b *bad) {
-	k := key{db, version, p}
+func (r *Repairer) repair(ctx context.Context, wg *sync.WaitGroup, k dbver.Partition, b *bad) {
 	pause := r.opts.Retry
 	for {
 		from, err := r.rebuild(ctx, wg, k, b)
 		if err == nil {
 			r.metrics.repairs.WithLabelValues(from).Inc()
-			r.log.Info("corrupt partition rebuilt and swapped in", zap.String("db", db), zap.String("version", version),
-				zap.Int("partition", p), zap.String("from", from))
+			r.log.Info("corrupt partition rebuilt and swapped in", zap.String("db", k.DB), zap.String("version", k.Version),
+				zap.Int("partition", k.P), zap.String("from", from))
 			return
 		}
 		if errors.Is(err, errStale) || ctx.Err() != nil {
@@ -207,8 +201,8 @@ func (r *Repairer) repair(ctx context.Context, wg *sync.WaitGroup, db, version s
 			return
 		}
 		r.metrics.repairs.WithLabelValues("error").Inc()
-		r.log.Error("rebuilding a corrupt partition failed; trying again", zap.String("db", db), zap.String("version", version),
-			zap.Int("partition", p), zap.Duration("in", pause), zap.Error(err))
+		r.log.Error("rebuilding a corrupt partition failed; trying again", zap.String("db", k.DB), zap.String("version", k.Version),
+			zap.Int("partition", k.P), zap.Duration("in", pause), zap.Error(err))
 		r.mu.Lock()
 		b.reason = "rebuild failed: " + err.Error()
 		r.mu.Unlock()
@@ -222,14 +216,14 @@ func (r *Repairer) repair(ctx context.Context, wg *sync.WaitGroup, db, version s
 
 // rebuild writes a new copy of the partition beside the bad one, moves
 // it in its place, and has the host swap it into the served version.
-func (r *Repairer) rebuild(ctx context.Context, wg *sync.WaitGroup, k key, b *bad) (string, error) {
-	part, files := r.host.Serving(k.db, k.version, k.p)
+func (r *Repairer) rebuild(ctx context.Context, wg *sync.WaitGroup, k dbver.Partition, b *bad) (string, error) {
+	part, files := r.host.Serving(k)
 	if part == nil || part != b.part {
 		return "", errStale
 	}
-	dir := r.opts.Store.PartitionDir(k.db, k.version, k.p)
+	dir := r.opts.Store.PartitionDir(k)
 	fresh, old := dir+".new", dir+".bad"
-	from, err := r.host.Fill(ctx, k.db, k.version, files, k.p, fresh)
+	from, err := r.host.Fill(ctx, k, files, fresh)
 	if err != nil {
 		return "", err
 	}
@@ -252,7 +246,7 @@ func (r *Repairer) rebuild(ctx context.Context, wg *sync.WaitGroup, k key, b *ba
 	if err != nil {
 		return "", fmt.Errorf("repair: opening the rebuilt partition: %w", err)
 	}
-	if !r.host.Swap(k.db, k.version, k.p, b.part, np) {
+	if !r.host.Swap(k, b.part, np) {
 		np.Close()
 		return "", errStale
 	}
@@ -268,7 +262,7 @@ func (r *Repairer) rebuild(ctx context.Context, wg *sync.WaitGroup, k key, b *ba
 }
 
 // forget removes b from the bad partitions, if it is there.
-func (r *Repairer) forget(k key, b *bad) {
+func (r *Repairer) forget(k dbver.Partition, b *bad) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bad[k] == b {
@@ -276,7 +270,7 @@ func (r *Repairer) forget(k key, b *bad) {
 	}
 }
 
-func (r *Repairer) forgetLocked(k key, b *bad) {
+func (r *Repairer) forgetLocked(k dbver.Partition, b *bad) {
 	delete(r.bad, k)
 	r.metrics.repairing.Dec()
 }
@@ -288,18 +282,18 @@ func (r *Repairer) Forget(db, version string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, b := range r.bad {
-		if k.db == db && k.version == version {
+		if k.Of() == dbver.Of(db, version) {
 			r.forgetLocked(k, b)
 		}
 	}
 }
 
-// Bad reports whether partition p of db/version was found corrupt and is
-// not replaced yet: it is not offered to peers.
-func (r *Repairer) Bad(db, version string, p int) bool {
+// Bad reports whether partition p was found corrupt and is not replaced
+// yet: it is not offered to peers.
+func (r *Repairer) Bad(p dbver.Partition) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.bad[key{db, version, p}] != nil
+	return r.bad[p] != nil
 }
 
 // Corrupt returns the bad partitions of db/version, ascending, and a
@@ -309,8 +303,8 @@ func (r *Repairer) Corrupt(db, version string) ([]int, string) {
 	defer r.mu.Unlock()
 	var ps []int
 	for k := range r.bad {
-		if k.db == db && k.version == version {
-			ps = append(ps, k.p)
+		if k.Of() == dbver.Of(db, version) {
+			ps = append(ps, k.P)
 		}
 	}
 	if len(ps) == 0 {
@@ -319,7 +313,7 @@ func (r *Repairer) Corrupt(db, version string) ([]int, string) {
 	sort.Ints(ps)
 	var why []string
 	for _, p := range ps {
-		b := r.bad[key{db, version, p}]
+		b := r.bad[dbver.Of(db, version).Partition(p)]
 		why = append(why, "partition "+strconv.Itoa(p)+" corrupt (found by "+b.by+"): "+b.reason)
 	}
 	return slices.Clip(ps), strings.Join(why, "; ") + "; rebuilding"
@@ -330,7 +324,7 @@ func (r *Repairer) Corrupt(db, version string) ([]int, string) {
 // them. Scrub then checks them.
 func (r *Repairer) Reused(db, version string, held []int) {
 	for _, p := range held {
-		dir := r.opts.Store.PartitionDir(db, version, p)
+		dir := r.opts.Store.PartitionDir(dbver.Of(db, version).Partition(p))
 		os.RemoveAll(dir + ".new")
 		os.RemoveAll(dir + ".bad")
 	}
@@ -342,14 +336,14 @@ func (r *Repairer) Reused(db, version string, held []int) {
 func (r *Repairer) Scrub(ctx context.Context, db, version string, held []int) {
 	r.scrub.Scrub(ctx, scrub.Target{
 		DB: db, Version: version, Held: held,
-		Dir: func(p int) string { return r.opts.Store.PartitionDir(db, version, p) },
+		Dir: func(p int) string { return r.opts.Store.PartitionDir(dbver.Of(db, version).Partition(p)) },
 		Serving: func(p int) *table.Partition {
-			part, _ := r.host.Serving(db, version, p)
+			part, _ := r.host.Serving(dbver.Of(db, version).Partition(p))
 			return part
 		},
 		Corrupt: func(ctx context.Context, p int, part *table.Partition, err error) error {
 			select {
-			case r.reports <- Report{DB: db, Version: version, P: p, Part: part, Err: err, By: FoundByScrub}:
+			case r.reports <- Report{Partition: dbver.Of(db, version).Partition(p), Part: part, Err: err, By: FoundByScrub}:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()

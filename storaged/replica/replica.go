@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/storaged/repair"
 	"spangle/storaged/store"
@@ -86,7 +87,7 @@ func (s *Set) Add(ctx context.Context, db, version string, p int, fill func(ctx 
 	case sv.Part != nil:
 		return nil
 	}
-	dir := s.store.PartitionDir(db, version, p)
+	dir := s.store.PartitionDir(dbver.Of(db, version).Partition(p))
 	from, err := s.host.Fill(ctx, db, version, sv.Files, p, dir, fill)
 	if err != nil {
 		return err
@@ -129,7 +130,7 @@ func (s *Set) Drop(_ context.Context, db, version string, p int) error {
 		}
 		// A rebuilt copy was swapped in meanwhile: drop that one.
 	}
-	dir := s.store.PartitionDir(db, version, p)
+	dir := s.store.PartitionDir(dbver.Of(db, version).Partition(p))
 	part := sv.Part
 	time.AfterFunc(repair.DropGrace, func() {
 		part.Close()

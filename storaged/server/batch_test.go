@@ -78,7 +78,7 @@ func newBatchServerIn(t testing.TB, storeDir string, held []int, opts Options) (
 	go func() { m.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	waitActive(t, m, "odd", "v1")
-	opts.Versions = m
+	opts.Versions, opts.Views = m, m.Views()
 	opts.Log = zaptest.NewLogger(t)
 	srv, err := New(opts)
 	if err != nil {

@@ -160,7 +160,7 @@ func TestHealthzOmitsDBWithoutVersions(t *testing.T) {
 	f.m.Refresh()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, ok := f.m.Health()["empty"]; ok {
+		if _, ok := f.m.Views().Health()["empty"]; ok {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -182,7 +182,7 @@ func BenchmarkGET(b *testing.B) {
 	for m.CurrentVersion("bench") == "" {
 		time.Sleep(10 * time.Millisecond)
 	}
-	srv, err := New(Options{Versions: m})
+	srv, err := New(Options{Versions: m, Views: m.Views()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,6 +29,11 @@ type Versions interface {
 	// at the start answer; until then a lookup that finds no version
 	// answers 503 with Retry-After, not 404 or 410.
 	Ready() bool
+}
+
+// Views is what the status page and /healthz read of the version
+// manager (versions.Views).
+type Views interface {
 	Health() map[string]map[string]wire.Health
 	Status(db string) map[string]wire.DBStatus
 }
@@ -36,6 +41,7 @@ type Versions interface {
 // Options configures a Server. Zero values select the defaults noted.
 type Options struct {
 	Versions Versions
+	Views    Views
 	// Log defaults to no logging.
 	Log *zap.Logger
 	// Registry receives the server's metrics and is what /metrics serves;
@@ -98,8 +104,8 @@ type Server struct {
 
 // New returns a Server.
 func New(opts Options) (*Server, error) {
-	if opts.Versions == nil {
-		return nil, errors.New("server: Versions is required")
+	if opts.Versions == nil || opts.Views == nil {
+		return nil, errors.New("server: Versions and Views are required")
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()

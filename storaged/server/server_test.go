@@ -81,7 +81,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	m.Refresh()
 	waitActive(t, m, "bin", "v2")
 	waitActive(t, m, "baby-names", "1")
-	opts.Versions = m
+	opts.Versions, opts.Views = m, m.Views()
 	opts.Log = zaptest.NewLogger(t)
 	srv, err := New(opts)
 	if err != nil {
@@ -93,9 +93,9 @@ func newFixture(t testing.TB, opts Options) *fixture {
 func waitActive(t testing.TB, m *versions.Manager, db, v string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for m.Health()[db][v].State != wire.StateActive {
+	for m.Views().Health()[db][v].State != wire.StateActive {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s/%s not active: %+v", db, v, m.Health())
+			t.Fatalf("%s/%s not active: %+v", db, v, m.Views().Health())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -279,9 +279,9 @@ func TestHealthzWithoutActiveVersion(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	srv, _ := New(Options{Versions: m})
+	srv, _ := New(Options{Versions: m, Views: m.Views()})
 	deadline := time.Now().Add(10 * time.Second)
-	for m.Health()["baby-names-bad"]["1"].State != wire.StateError {
+	for m.Views().Health()["baby-names-bad"]["1"].State != wire.StateError {
 		if time.Now().After(deadline) {
 			t.Fatal("no ERROR state")
 		}

@@ -16,7 +16,7 @@ import (
 
 // Status returns the status page's JSON: every db, or one when db is not "".
 func (s *Server) Status(db string) wire.NodeStatus {
-	st := wire.NodeStatus{Node: s.opts.Node, Build: s.opts.Build, Mode: s.opts.Mode, DBs: s.opts.Versions.Status(db)}
+	st := wire.NodeStatus{Node: s.opts.Node, Build: s.opts.Build, Mode: s.opts.Mode, DBs: s.opts.Views.Status(db)}
 	if s.opts.Cluster != nil {
 		st.Cluster = s.opts.Cluster()
 	}
@@ -57,7 +57,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, db string) 
 
 // serveHealth answers /healthz: 200 iff some version is ACTIVE.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) int {
-	h := s.opts.Versions.Health()
+	h := s.opts.Views.Health()
 	code := http.StatusNotFound
 	for db, vs := range h {
 		if len(vs) == 0 {

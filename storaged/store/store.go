@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/storaged/internal/fsync"
@@ -134,8 +135,8 @@ func (s *Store) retiredDir(db, version string) string {
 }
 
 // RebuildPartitionDir is where partition p of a version's rebuild lives.
-func (s *Store) RebuildPartitionDir(db, version string, p int) string {
-	return filepath.Join(s.RebuildDir(db, version), "p-"+strconv.Itoa(p))
+func (s *Store) RebuildPartitionDir(p dbver.Partition) string {
+	return filepath.Join(s.RebuildDir(p.DB, p.Version), "p-"+strconv.Itoa(p.P))
 }
 
 // SwapRebuilt puts a version's rebuilt copy (RebuildDir, its manifest
@@ -189,8 +190,8 @@ func (s *Store) RemoveRebuild(db, version string) error {
 }
 
 // PartitionDir is where partition p of a version lives.
-func (s *Store) PartitionDir(db, version string, p int) string {
-	return filepath.Join(s.root, db, version, "p-"+strconv.Itoa(p))
+func (s *Store) PartitionDir(p dbver.Partition) string {
+	return filepath.Join(s.root, p.DB, p.Version, "p-"+strconv.Itoa(p.P))
 }
 
 // ReadManifest returns a version's manifest, or ErrNoManifest.

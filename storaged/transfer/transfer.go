@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"spangle/shared/dbver"
 	"strconv"
 	"strings"
 )
@@ -27,7 +28,7 @@ var ErrNotHeld = errors.New("transfer: partition not held by the peer")
 
 // DirFunc returns the directory of a partition this node serves, and
 // false when it serves no such partition.
-type DirFunc func(db, version string, p int) (string, bool)
+type DirFunc func(p dbver.Partition) (string, bool)
 
 // Handler serves GET Prefix<db>/<version>/<partition> as a tar archive
 // of the partition's database files (LOCK and LOG left out).
@@ -43,7 +44,7 @@ func Handler(dirOf DirFunc) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		dir, ok := dirOf(db, version, p)
+		dir, ok := dirOf(dbver.Of(db, version).Partition(p))
 		if !ok {
 			http.Error(w, "partition not held", http.StatusNotFound)
 			return
@@ -98,11 +99,11 @@ func ParsePath(p string) (db, version string, partition int, err error) {
 	return parts[0], parts[1], partition, nil
 }
 
-// Fetch copies partition p of db/version from peer (host:port) into dir,
+// Fetch copies partition p from peer (host:port) into dir,
 // which it creates, over scheme ("http", or "https" with the cluster's
 // TLS, which client then speaks). On error dir may hold part of the copy.
-func Fetch(ctx context.Context, client *http.Client, scheme, peer, db, version string, p int, dir string) error {
-	u := url.URL{Scheme: scheme, Host: peer, Path: Prefix + db + "/" + version + "/" + strconv.Itoa(p)}
+func Fetch(ctx context.Context, client *http.Client, scheme, peer string, p dbver.Partition, dir string) error {
+	u := url.URL{Scheme: scheme, Host: peer, Path: Prefix + p.DB + "/" + p.Version + "/" + strconv.Itoa(p.P)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return fmt.Errorf("transfer: %w", err)
@@ -115,7 +116,7 @@ func Fetch(ctx context.Context, client *http.Client, scheme, peer, db, version s
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return fmt.Errorf("%w: %s, %s/%s partition %d", ErrNotHeld, peer, db, version, p)
+		return fmt.Errorf("%w: %s, %s/%s partition %d", ErrNotHeld, peer, p.DB, p.Version, p.P)
 	default:
 		return fmt.Errorf("transfer: from %s: %s", peer, resp.Status)
 	}

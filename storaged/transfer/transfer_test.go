@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"spangle/shared/dbver"
 	"strings"
 	"testing"
 )
@@ -24,15 +25,15 @@ func TestCopyPartition(t *testing.T) {
 	for _, skip := range []string{"LOCK", "LOG"} {
 		os.WriteFile(filepath.Join(src, skip), []byte("x"), 0o644)
 	}
-	srv := httptest.NewServer(Handler(func(db, version string, p int) (string, bool) {
-		return src, db == "db" && version == "v1" && p == 3
+	srv := httptest.NewServer(Handler(func(p dbver.Partition) (string, bool) {
+		return src, p == dbver.Of("db", "v1").Partition(3)
 	}))
 	defer srv.Close()
 	peer := strings.TrimPrefix(srv.URL, "http://")
 	ctx := context.Background()
 
 	dst := filepath.Join(t.TempDir(), "p-3")
-	if err := Fetch(ctx, srv.Client(), "http", peer, "db", "v1", 3, dst); err != nil {
+	if err := Fetch(ctx, srv.Client(), "http", peer, dbver.Of("db", "v1").Partition(3), dst); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dst)
@@ -44,7 +45,7 @@ func TestCopyPartition(t *testing.T) {
 			t.Errorf("%s = %q, %v", name, got, err)
 		}
 	}
-	if err := Fetch(ctx, srv.Client(), "http", peer, "db", "v1", 4, t.TempDir()); !errors.Is(err, ErrNotHeld) {
+	if err := Fetch(ctx, srv.Client(), "http", peer, dbver.Of("db", "v1").Partition(4), t.TempDir()); !errors.Is(err, ErrNotHeld) {
 		t.Errorf("a partition the peer lacks: %v, want ErrNotHeld", err)
 	}
 	if code := get(t, srv.URL+Prefix+"db/v1/x"); code != http.StatusBadRequest {
@@ -73,7 +74,7 @@ func TestFetchRefusesPaths(t *testing.T) {
 			w.Write(buf.Bytes())
 		}))
 		dir := filepath.Join(t.TempDir(), "p")
-		err := Fetch(context.Background(), srv.Client(), "http", strings.TrimPrefix(srv.URL, "http://"), "db", "v1", 0, dir)
+		err := Fetch(context.Background(), srv.Client(), "http", strings.TrimPrefix(srv.URL, "http://"), dbver.Of("db", "v1").Partition(0), dir)
 		srv.Close()
 		if err == nil || !strings.Contains(err.Error(), "refusing") {
 			t.Errorf("entry %q: Fetch = %v, want a refusal", name, err)

@@ -102,14 +102,23 @@
 // checksum, found by a lookup or by the scrub of a version reused after a
 // restart, is rebuilt in the background and swapped in by one snapshot
 // swap), storaged/replica (partitions added and dropped for the
-// coordinator) and storaged/dbremoval. partitions.go and plan.go hold the
-// adapters they call back through; each takes the manager's lock for a
-// moment, and none of them calls back while it holds a lock of its own,
-// so the manager may call them with its lock held.
+// coordinator), storaged/reload (which servable version is being built
+// again because its files changed) and storaged/dbremoval.
+// partitions.go, plan.go and rebuild.go hold the adapters they call back
+// through; each takes the manager's lock for a moment, and none of them
+// calls back while it holds a lock of its own, so the manager may call
+// them with its lock held. None of them changes a phase: toLocked, over
+// the table in state.go, does.
+//
+// What is read and not changed (Health, Status, the partitions held, the
+// source's health, the counts) is on Views (views.go), not on the
+// Manager, whose methods are the lifecycle.
 //
 // Files: manager.go (options, Run, Scan, consider, ensure, Activate,
 // publish), lifecycle.go (load, remove), state.go (the phase table),
-// version.go (Version and the snapshot), rebuild.go (files changed under
-// a served version), retry.go, startup.go, offline.go, status.go,
-// progress.go; partitions.go and plan.go (the adapters).
+// version.go (Version and the snapshot), rebuild.go (the build and swap
+// of a version whose files changed), scans.go (when the next scan is
+// due), retry.go, startup.go, offline.go, status.go and views.go (the
+// read-only views), progress.go; partitions.go, plan.go and rebuild.go
+// (the adapters).
 package versions

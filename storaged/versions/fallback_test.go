@@ -31,7 +31,7 @@ func TestCorruptNewestFallsBack(t *testing.T) {
 	h := start(t, root, t.TempDir(), nil)
 	h.waitState("db", "v2", wire.StateActive)
 	h.waitState("db", "v3", wire.StateError)
-	if r := h.m.Health()["db"]["v3"].Reason; !strings.Contains(r, "part-00000") {
+	if r := h.m.Views().Health()["db"]["v3"].Reason; !strings.Contains(r, "part-00000") {
 		t.Fatalf("v3's reason %q does not name the bad file", r)
 	}
 	if val, name, err := h.get("db", "", "key-000004"); err != nil || name != "v2" || val != "value-4-v2" {
@@ -39,10 +39,10 @@ func TestCorruptNewestFallsBack(t *testing.T) {
 	}
 	// More scans leave it so: the broken version is not tried again
 	// while its files are the same.
-	_, _, failedBefore := h.m.Counts()
+	_, _, failedBefore := h.m.Views().Counts()
 	h.m.Scan(context.Background())
 	h.m.Scan(context.Background())
-	if _, _, f := h.m.Counts(); f != failedBefore || h.state("db", "v3") != wire.StateError || h.m.CurrentVersion("db") != "v2" {
+	if _, _, f := h.m.Views().Counts(); f != failedBefore || h.state("db", "v3") != wire.StateError || h.m.CurrentVersion("db") != "v2" {
 		t.Fatalf("after more scans: failed %d (was %d), v3 %s, current %s", f, failedBefore, h.state("db", "v3"), h.m.CurrentVersion("db"))
 	}
 	// Fixed in the source, it is tried again and served.
@@ -72,7 +72,7 @@ func TestRestartServesLocalWhileNewestFails(t *testing.T) {
 	h2 := start(t, root, storeDir, nil)
 	h2.waitState("db", "v2", wire.StateActive)
 	h2.waitState("db", "v3", wire.StateError)
-	if l, r, _ := h2.m.Counts(); l != 0 || r != 1 {
+	if l, r, _ := h2.m.Views().Counts(); l != 0 || r != 1 {
 		t.Fatalf("restart: loaded %d, reused %d; want v2 reused and nothing loaded", l, r)
 	}
 	if val, name, err := h2.get("db", "", "key-000005"); err != nil || name != "v2" || val != "value-5-v2" {
@@ -90,7 +90,7 @@ func TestGatedLoadsFallbackWhileNewestWaits(t *testing.T) {
 	h := start(t, root, t.TempDir(), func(o *Options) { o.Hooks.Gated = true; o.FallbackAfter = 200 * time.Millisecond })
 	h.waitState("db", "v2", wire.StateBuilding)
 	waitFor(t, "v1 loaded beside v2", func() bool {
-		return h.m.HeldPartitions("db", "v1") != nil && h.m.HeldPartitions("db", "v2") != nil
+		return h.m.Views().HeldPartitions("db", "v1") != nil && h.m.Views().HeldPartitions("db", "v2") != nil
 	})
 	if err := h.m.Activate("db", "v1"); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestReloadWhenFilesChange(t *testing.T) {
 	}
 	h := start(t, root, t.TempDir(), nil)
 	h.waitState("db", "v1", wire.StateActive)
-	if n := h.m.Status("db")["db"].Versions["v1"].NumPartitions; n != 2 {
+	if n := h.m.Views().Status("db")["db"].Versions["v1"].NumPartitions; n != 2 {
 		t.Fatalf("half-copied v1 has %d partitions", n)
 	}
 	if err := os.Rename(aside, filepath.Join(root, "db", "v1", "part-00002")); err != nil {
@@ -144,7 +144,7 @@ func TestReloadWhenFilesChange(t *testing.T) {
 	}
 	h.m.Scan(context.Background())
 	waitFor(t, "v1 reloaded with 3 partitions", func() bool {
-		st := h.m.Status("db")["db"].Versions["v1"]
+		st := h.m.Views().Status("db")["db"].Versions["v1"]
 		return st.State == wire.StateActive && st.NumPartitions == 3
 	})
 	for i := 0; i < 300; i += 37 {
@@ -172,7 +172,7 @@ func TestUnreadableFileFailsVersion(t *testing.T) {
 	}
 	h.m.Refresh()
 	h.waitState("db", "v2", wire.StateError)
-	if r := h.m.Health()["db"]["v2"].Reason; !strings.Contains(r, "part-00001") {
+	if r := h.m.Views().Health()["db"]["v2"].Reason; !strings.Contains(r, "part-00001") {
 		t.Fatalf("reason %q does not name the file", r)
 	}
 	if val, name, err := h.get("db", "", "key-000001"); err != nil || name != "v1" || val != "value-1-v1" {

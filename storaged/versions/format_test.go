@@ -53,14 +53,14 @@ func TestParquetFormatMarker(t *testing.T) {
 	h.m.Scan(context.Background())
 	time.Sleep(20 * time.Millisecond)
 	h.m.Scan(context.Background())
-	health := h.m.Health()["db"]
+	health := h.m.Views().Health()["db"]
 	if _, ok := health["v2"]; ok {
 		t.Fatalf("v2 considered under a bad _FORMAT: %+v", health)
 	}
 	if e := health[parquetkv.FormatFile]; e.State != wire.StateError || !strings.Contains(e.Reason, "unknown keys key_colum") {
 		t.Fatalf("health %+v", health)
 	}
-	if st := h.m.Status("db")["db"]; !strings.Contains(st.FormatError, "_FORMAT") || st.Current != "v1" {
+	if st := h.m.Views().Status("db")["db"]; !strings.Contains(st.FormatError, "_FORMAT") || st.Current != "v1" {
 		t.Fatalf("status %+v", st)
 	}
 	if val, _, err := h.get("db", "", "7"); err != nil || val != `{"int_col":1}` {
@@ -73,7 +73,7 @@ func TestParquetFormatMarker(t *testing.T) {
 	if val, name, err := h.get("db", "", "7"); err != nil || name != "v2" || val != "1" {
 		t.Fatalf("v2: got %q from %s, %v", val, name, err)
 	}
-	if _, ok := h.m.Health()["db"][parquetkv.FormatFile]; ok {
+	if _, ok := h.m.Views().Health()["db"][parquetkv.FormatFile]; ok {
 		t.Fatal("fixed marker still shown as an error")
 	}
 }

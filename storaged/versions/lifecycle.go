@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/storaged/builder"
 	"spangle/storaged/loader"
@@ -47,7 +48,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	)
 	// The input format of the files says N (a version mixing formats
 	// fails here).
-	n, err := loader.NumPartitions(vs.files, m.formats(db))
+	n, err := loader.NumPartitions(vs.files, m.build.Formats(db))
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
 	} else {
@@ -68,7 +69,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		go logProgress(m.log, m.opts.ProgressEvery, db, vs.name, vs.progress, stop)
 		var o builder.Opened
 		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, vs.progress); err == nil {
-			v, pending = m.newVersion(db, vs.name, o), o.Pending
+			v, pending = openedVersion(db, vs.name, o, m.rep.Reports()), o.Pending
 		}
 		close(stop)
 	}
@@ -89,7 +90,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.log.Warn("removing cancelled version", zap.Error(err))
 		}
 		if vs.reload {
-			m.kick()
+			m.scans.kick()
 		}
 		return
 	case err != nil:
@@ -109,7 +110,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		if err := m.opts.Store.Remove(db, vs.name); err != nil {
 			m.log.Warn("removing failed version", zap.Error(err))
 		}
-		m.kick() // the next scan falls back on an older version
+		m.scans.kick() // the next scan falls back on an older version
 		return
 	}
 	// Activate came while it loaded, or needs not come.
@@ -151,7 +152,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		} else if !d.anyActive() {
 			// It waits for the cluster, which may never call it complete
 			// (another node may fail it): a scan then loads a fallback.
-			m.rescanLocked(m.opts.FallbackAfter)
+			m.scans.after(m.opts.FallbackAfter)
 		}
 	}
 	m.mu.Unlock()
@@ -210,12 +211,12 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 	if d.current == vs.name {
 		d.current = ""
 	}
-	rb := m.stopRebuildLocked(vs)
+	rb := stopRebuildLocked(m, db, vs)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		if rb != nil {
-			<-rb.done // it writes beside the version's files
+			<-rb.Done() // it writes beside the version's files
 		}
 		if f := m.opts.Hooks.BeforeRemove; f != nil {
 			f(db, vs.name, vs.v.Held())
@@ -236,6 +237,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.mu.Lock()
 		m.forgetLocked(db, d, vs)
 		m.rep.Forget(db, vs.name)
+		m.reload.Forget(dbver.Of(db, vs.name))
 		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
 			delete(m.dbs, db)
 			m.plan.Forget(db)
@@ -244,7 +246,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		m.mu.Unlock()
 		m.log.Info("version deleted", zap.String("db", db), zap.String("version", vs.name))
 		if vs.reload {
-			m.kick()
+			m.scans.kick()
 		}
 	}()
 }
@@ -305,16 +307,4 @@ func (m *Manager) cleanLocalStore() {
 		}
 		m.log.Info("deleted local version not wanted", zap.String("db", dv[0]), zap.String("version", dv[1]))
 	}
-}
-
-// Counts returns how many versions were loaded from the source, reused
-// from the local store, and failed, since New.
-func (m *Manager) Counts() (loaded, reused, failed int64) {
-	return m.loadedN.Load(), m.reusedN.Load(), m.failedN.Load()
-}
-
-// newVersion wraps the partitions a build opened in a servable Version,
-// whose lookups report corrupt blocks to storaged/repair.
-func (m *Manager) newVersion(db, name string, o builder.Opened) *Version {
-	return newVersion(db, name, o.N, o.Created, o.ContentType, o.Parts, m.rep.Reports())
 }

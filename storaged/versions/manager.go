@@ -11,12 +11,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/parquetkv"
 	"spangle/shared/source"
 	"spangle/shared/wire"
 	"spangle/storaged/builder"
 	"spangle/storaged/dbremoval"
 	"spangle/storaged/planner"
+	"spangle/storaged/reload"
 	"spangle/storaged/repair"
 	"spangle/storaged/replica"
 	"spangle/storaged/retry"
@@ -42,22 +44,21 @@ type Manager struct {
 	build    *builder.Builder   // makes and opens local copies (lifecycle.go)
 	plan     *planner.Planner   // what each scan heads for (plan.go)
 	replicas *replica.Set       // partitions added and dropped (partitions.go)
+	reload   *reload.Reloader   // servable versions built again as their files changed (rebuild.go)
 	removed  *dbremoval.Tracker // dbs gone from the source, until the cluster forgets them
 	view     atomic.Pointer[view]
-	refresh  chan struct{}
 	limit    chan struct{}
 
 	loadedN, reusedN, failedN atomic.Int64
 	retryNow                  atomic.Bool // Refresh asked for a scan: it retries at once
 
-	mu       sync.Mutex // guards dbs, ctx, rescan, rescanAt and forceRetry
-	dbs      dbTable
-	ctx      context.Context // Run's context, once running
-	rescan   *time.Timer     // a scan due once watched files may have settled
-	rescanAt time.Time
-	wg       sync.WaitGroup // loads and removals
-	scanMu   sync.Mutex     // one scan at a time
-	source   sourceHealth   // the last listing's outcome
+	mu     sync.Mutex // guards dbs, ctx, scans' timer and forceRetry
+	dbs    dbTable
+	ctx    context.Context // Run's context, once running
+	scans  scans           // when the next scan is due (scans.go)
+	wg     sync.WaitGroup  // loads and removals
+	scanMu sync.Mutex      // one scan at a time
+	source sourceHealth    // the last listing's outcome
 
 	forceRetry bool // the scan under way was asked for by Refresh (retry.go)
 
@@ -96,8 +97,8 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
-		refresh: make(chan struct{}, 1),
-		limit:   make(chan struct{}, opts.MaxParallelLoads),
+		scans: scans{due: make(chan struct{}, 1)},
+		limit: make(chan struct{}, opts.MaxParallelLoads),
 	}
 	m.metrics = newMetrics(opts.Registerer)
 	m.dbm = newDBMetrics(opts.Registerer)
@@ -110,6 +111,7 @@ func New(opts Options) (*Manager, error) {
 		Format: func(db string) parquetkv.Format { return m.plan.Format(db) }, CopyPartition: opts.Hooks.CopyPartition,
 		Log: opts.Log, Registerer: opts.Registerer})
 	m.replicas = replica.New(replicaHost{m}, opts.Store, opts.Cache, opts.Log)
+	m.reload = reload.New(reloadHost{m}, &m.wg)
 	m.removed = dbremoval.New(opts.Hooks.DBRemoved, opts.Log, &m.wg)
 	m.plan = planner.New(planner.Options{Source: opts.Source, Store: opts.Store, Log: opts.Log,
 		SettleTime: opts.SettleTime, Pin: opts.Hooks.Pin, Now: opts.Now}, plannerHost{m})
@@ -122,7 +124,7 @@ func New(opts Options) (*Manager, error) {
 // their backoff.
 func (m *Manager) Refresh() {
 	m.retryNow.Store(true)
-	m.kick()
+	m.scans.kick()
 }
 
 // Run scans the source, then again every RefreshPeriod and on Refresh,
@@ -156,7 +158,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case <-tick:
 			m.Scan(ctx)
-		case <-m.refresh:
+		case <-m.scans.due:
 			m.Scan(ctx)
 		case <-sweep.C:
 			m.sweep()
@@ -213,7 +215,7 @@ func (m *Manager) Scan(ctx context.Context) {
 		}
 	}
 	m.removed.Check(m.ctx, seen, true, m.dbs.empty) // storaged/dbremoval
-	m.setPinGaugesLocked()
+	setPinGauges(m.dbs, m.plan, m.metrics)
 	m.publishLocked()
 	m.mu.Unlock()
 	m.cleanLocalStore()
@@ -253,7 +255,7 @@ func (m *Manager) considerLocked(db string, p planner.Plan) {
 		if tv := d.versions[p.Target.Name]; tv != nil && tv.phase == loaded {
 			left := tv.loadedAt.Add(m.opts.FallbackAfter).Sub(m.opts.Now())
 			if waited = left <= 0; !waited {
-				m.rescanLocked(left)
+				m.scans.after(left)
 			}
 		}
 		if waited || (f.Local && !p.Target.Local) {
@@ -318,18 +320,18 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
 		vs.reload = true // loaded again once it is gone
 		return
 	case !source.SameFiles(vs.files, c.Files) && vs.phase.servable():
-		m.rebuildLocked(db, vs, c.Files) // rebuild.go
+		startRebuildLocked(m, db, vs, c.Files) // rebuild.go
 		if vs.phase == superseded {
 			// The source went back to it: its loaded copy serves until
 			// the rebuilt one replaces it.
 			m.activateLocked(db, d, vs)
 		}
 		return
-	case vs.phase.servable() && (vs.rebuild != nil || vs.rebuildFailed != nil):
+	case vs.phase.servable() && m.reload.Pending(dbver.Of(db, c.Name)):
 		// The files went back to the ones it serves.
-		m.stopRebuildLocked(vs)
-		if vs.rebuildFailed != nil {
-			vs.rebuildFailed, vs.reason = nil, ""
+		stopRebuildLocked(m, db, vs)
+		if m.reload.Forget(dbver.Of(db, c.Name)) {
+			vs.reason = ""
 		}
 		if vs.phase == superseded {
 			m.activateLocked(db, d, vs)
@@ -453,9 +455,7 @@ func (m *Manager) publishLocked() {
 
 func (m *Manager) shutdown() {
 	m.mu.Lock()
-	if m.rescan != nil {
-		m.rescan.Stop()
-	}
+	m.scans.stop()
 	for db, d := range m.dbs {
 		for _, vs := range d.versions {
 			m.cancelLocked(db, vs)
@@ -465,8 +465,9 @@ func (m *Manager) shutdown() {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, d := range m.dbs {
+	for db, d := range m.dbs {
 		for _, vs := range d.versions {
+			m.reload.Forget(dbver.Of(db, vs.name))
 			if vs.phase.servable() {
 				vs.v.closing.Store(true)
 				waitUnused(vs.v, time.Second)

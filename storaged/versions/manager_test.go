@@ -83,7 +83,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func (h *harness) state(db, version string) string {
-	return h.m.Health()[db][version].State
+	return h.m.Views().Health()[db][version].State
 }
 
 func (h *harness) waitState(db, version, state string) {
@@ -134,7 +134,7 @@ func TestUnhealthyNextToHealthy(t *testing.T) {
 	h := start(t, root, t.TempDir(), nil)
 	h.waitState("baby-names", "1", wire.StateActive)
 	h.waitState("baby-names-bad", "1", wire.StateError)
-	reason := h.m.Health()["baby-names-bad"]["1"].Reason
+	reason := h.m.Views().Health()["baby-names-bad"]["1"].Reason
 	if !strings.Contains(reason, "baby-names-bad/1/part-00000") || !strings.Contains(reason, "byte") {
 		t.Fatalf("reason %q should name the file and offset", reason)
 	}
@@ -177,12 +177,12 @@ func TestNewVersionRetentionAndDeletion(t *testing.T) {
 	writeV(t, root, "db", "v1")
 	h := start(t, root, t.TempDir(), func(o *Options) { o.Retention = 300 * time.Millisecond; o.RefreshPeriod = 20 * time.Millisecond })
 	h.waitState("db", "v1", wire.StateActive)
-	if st := h.m.Status("db")["db"].Versions["v1"]; st.Activated.IsZero() || st.LoadSeconds <= 0 {
+	if st := h.m.Views().Status("db")["db"].Versions["v1"]; st.Activated.IsZero() || st.LoadSeconds <= 0 {
 		t.Fatalf("v1 status %+v: want its load time and activation", st)
 	}
 	writeV(t, root, "db", "v2")
 	h.waitState("db", "v2", wire.StateActive) // picked up by the refresh period
-	if v1, v2 := h.m.Status("db")["db"].Versions["v1"], h.m.Status("db")["db"].Versions["v2"]; !v2.Activated.After(v1.Activated) {
+	if v1, v2 := h.m.Views().Status("db")["db"].Versions["v1"], h.m.Views().Status("db")["db"].Versions["v2"]; !v2.Activated.After(v1.Activated) {
 		t.Fatalf("v2 activated at %v, not after v1 at %v", v2.Activated, v1.Activated)
 	}
 	if h.state("db", "v1") != wire.StateRemoving {
@@ -218,7 +218,7 @@ func TestRestartReusesLocalStore(t *testing.T) {
 	h.waitState("db", "v1", wire.StateActive)
 	h.waitState("other", "v1", wire.StateActive)
 	h.stop()
-	if l, r, _ := h.m.Counts(); l != 2 || r != 0 {
+	if l, r, _ := h.m.Views().Counts(); l != 2 || r != 0 {
 		t.Fatalf("first run: loaded %d reused %d", l, r)
 	}
 
@@ -236,12 +236,12 @@ func TestRestartReusesLocalStore(t *testing.T) {
 	h2 := start(t, root, storeDir, nil)
 	h2.waitState("db", "v1", wire.StateActive)
 	h2.waitState("other", "v1", wire.StateActive)
-	if l, r, _ := h2.m.Counts(); l != 1 || r != 1 {
+	if l, r, _ := h2.m.Views().Counts(); l != 1 || r != 1 {
 		t.Fatalf("restart: loaded %d reused %d; want db reused and other reloaded", l, r)
 	}
 	// The status tells which was built here, how long it took, and when
 	// each became active.
-	st1, st2 := h2.m.Status("")["db"].Versions["v1"], h2.m.Status("")["other"].Versions["v1"]
+	st1, st2 := h2.m.Views().Status("")["db"].Versions["v1"], h2.m.Views().Status("")["other"].Versions["v1"]
 	if st1.LoadSeconds != 0 || st2.LoadSeconds <= 0 || st1.Activated.IsZero() || st2.Activated.IsZero() {
 		t.Fatalf("status after restart: db/v1 %+v, other/v1 %+v; want db reused (no load time), other loaded, both activated", st1, st2)
 	}
@@ -264,7 +264,7 @@ func TestDBRemovedFromSource(t *testing.T) {
 	h.m.Refresh()
 	waitFor(t, "db gone", func() bool {
 		_, _, err := h.get("db", "", "key-000002")
-		_, known := h.m.Health()["db"]
+		_, known := h.m.Views().Health()["db"]
 		return errors.Is(err, ErrNoDB) && !known
 	})
 	waitFor(t, "db deleted locally", func() bool {
@@ -326,7 +326,7 @@ func TestClusterHooks(t *testing.T) {
 	}
 	writeV(t, root, "db", "v2")
 	h.m.Refresh()
-	waitFor(t, "v2 loaded", func() bool { return h.m.Health()["db"]["v2"].Reason != "" })
+	waitFor(t, "v2 loaded", func() bool { return h.m.Views().Health()["db"]["v2"].Reason != "" })
 	h.m.Activate("db", "v2")
 	waitFor(t, "v1 removed", func() bool { mu.Lock(); defer mu.Unlock(); return len(removed) == 1 && removed[0] == "v1" })
 }
@@ -349,21 +349,21 @@ func TestHeldHookWaitsAndFails(t *testing.T) {
 		}}
 	})
 	waitFor(t, "v1 waiting for the cluster", func() bool {
-		return h.m.Health()["db"]["v1"].Reason == reasonWaitingForCluster
+		return h.m.Views().Health()["db"]["v1"].Reason == reasonWaitingForCluster
 	})
 	if st := h.state("db", "v1"); st != wire.StateBuilding {
 		t.Fatalf("v1 is %s while Held blocks", st)
 	}
 	close(release)
 	h.waitState("db", "v1", wire.StateActive)
-	if r := h.m.Health()["db"]["v1"].Reason; r != "" {
+	if r := h.m.Views().Health()["db"]["v1"].Reason; r != "" {
 		t.Fatalf("active v1 still shows reason %q", r)
 	}
 	// A failing Held fails the version; the previous one keeps serving.
 	writeV(t, root, "db", "v2")
 	h.m.Refresh()
 	h.waitState("db", "v2", wire.StateError)
-	if r := h.m.Health()["db"]["v2"].Reason; !strings.Contains(r, "partition count differs") {
+	if r := h.m.Views().Health()["db"]["v2"].Reason; !strings.Contains(r, "partition count differs") {
 		t.Fatalf("v2's reason %q", r)
 	}
 	if h.m.CurrentVersion("db") != "v1" {

@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"spangle/shared/wire"
 	"spangle/storaged/planner"
 )
 
@@ -29,15 +28,6 @@ func (s *sourceHealth) set(err error, now time.Time) {
 		s.since = now
 	}
 	s.err = err.Error()
-}
-
-// SourceStatus says whether the last listing of the source root worked
-// and, if not, why and since when: an unreachable S3 store or a wrong
-// credential shows on the status page and /healthz, not only in the log.
-func (m *Manager) SourceStatus() wire.SourceStatus {
-	m.source.mu.Lock()
-	defer m.source.mu.Unlock()
-	return wire.SourceStatus{Root: m.opts.Source.String(), Error: m.source.err, Since: m.source.since}
 }
 
 // sourceDown records a failed listing of the source. While the manager

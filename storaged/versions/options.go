@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/storaged/loader"
@@ -44,12 +45,12 @@ type Hooks struct {
 	// BeforeRemove is called before a loaded version stops answering and
 	// is deleted, with the partitions it held.
 	BeforeRemove func(db, version string, partitions []int)
-	// CopyPartition copies partition p of db/version from a peer that
+	// CopyPartition copies partition p from a peer that
 	// serves it into dir, which it creates: to rebuild a corrupt one, and
 	// to load a version other nodes already serve. nil, or an error
 	// (wrapping ErrNoPeer when no peer serves it), builds it from the
 	// source.
-	CopyPartition func(ctx context.Context, db, version string, p int, dir string) error
+	CopyPartition func(ctx context.Context, p dbver.Partition, dir string) error
 	// DBRemoved lets the cluster forget a db the source no longer lists,
 	// once nothing of it is left on this node (after BeforeRemove of each
 	// version). It reports whether the cluster is done with the db; false

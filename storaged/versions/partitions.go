@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/storaged/repair"
 	"spangle/storaged/replica"
@@ -24,30 +25,6 @@ func (t dbTable) servable(db, version string) *vstate {
 		return nil
 	}
 	return vs
-}
-
-// HeldPartitions returns the partitions of db/version this node serves,
-// ascending; nil when it serves no such version.
-func (m *Manager) HeldPartitions(db, version string) []int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if vs := m.dbs.servable(db, version); vs != nil {
-		return vs.v.Held()
-	}
-	return nil
-}
-
-// PartitionDir returns the directory of partition p of db/version when
-// this node serves it: its files are immutable, so a peer may copy them.
-// A partition found corrupt is not offered until it is rebuilt.
-func (m *Manager) PartitionDir(db, version string, p int) (string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	vs := m.dbs.servable(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] == nil || m.rep.Bad(db, version, p) {
-		return "", false
-	}
-	return m.opts.Store.PartitionDir(db, version, p), true
 }
 
 // Where a partition added or rebuilt came from, in logs and metrics.
@@ -77,33 +54,33 @@ func (v *Version) withPartition(p int, part *table.Partition) *Version {
 // the served partitions, read and swapped under the manager's lock.
 type partitionHost struct{ m *Manager }
 
-func (h partitionHost) Serving(db, version string, p int) (*table.Partition, []source.File) {
+func (h partitionHost) Serving(p dbver.Partition) (*table.Partition, []source.File) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	vs := h.m.dbs.servable(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) {
+	vs := h.m.dbs.servable(p.DB, p.Version)
+	if vs == nil || p.P < 0 || p.P >= len(vs.v.parts) {
 		return nil, nil
 	}
-	return vs.v.parts[p], vs.files
+	return vs.v.parts[p.P], vs.files
 }
 
-func (h partitionHost) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string) (string, error) {
+func (h partitionHost) Fill(ctx context.Context, p dbver.Partition, files []source.File, dir string) (string, error) {
 	var fill func(ctx context.Context, dir string) error
 	if cp := h.m.opts.Hooks.CopyPartition; cp != nil {
-		fill = func(ctx context.Context, dir string) error { return cp(ctx, db, version, p, dir) }
+		fill = func(ctx context.Context, dir string) error { return cp(ctx, p, dir) }
 	}
-	return h.m.build.Fill(ctx, db, version, files, p, dir, fill)
+	return h.m.build.Fill(ctx, p.DB, p.Version, files, p.P, dir, fill)
 }
 
-func (h partitionHost) Swap(db, version string, p int, old, part *table.Partition) bool {
+func (h partitionHost) Swap(p dbver.Partition, old, part *table.Partition) bool {
 	m := h.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	vs := m.dbs.servable(db, version)
-	if vs == nil || p < 0 || p >= len(vs.v.parts) || vs.v.parts[p] != old {
+	vs := m.dbs.servable(p.DB, p.Version)
+	if vs == nil || p.P < 0 || p.P >= len(vs.v.parts) || vs.v.parts[p.P] != old {
 		return false
 	}
-	vs.v = vs.v.withPartition(p, part)
+	vs.v = vs.v.withPartition(p.P, part)
 	m.publishLocked()
 	return true
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/replica"
@@ -43,7 +44,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	if err := h.m.Replicas().Add(ctx, "db", "v1", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	peerDir, ok := peer.m.PartitionDir("db", "v1", 2)
+	peerDir, ok := peer.m.Views().PartitionDir(dbver.Of("db", "v1").Partition(2))
 	if !ok {
 		t.Fatal("the peer does not report its partition's directory")
 	}
@@ -57,7 +58,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	if err != nil || !fromPeer {
 		t.Fatalf("AddPartition from a peer: %v (copied %v)", err, fromPeer)
 	}
-	if got := h.m.HeldPartitions("db", "v1"); !slices.Equal(got, []int{0, 1, 2}) {
+	if got := h.m.Views().HeldPartitions("db", "v1"); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("held %v after adding 1 and 2", got)
 	}
 	for _, r := range testutil.Records(300, "v1") {
@@ -77,7 +78,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	if err := h.m.Replicas().Drop(ctx, "db", "v1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.m.HeldPartitions("db", "v1"); !slices.Equal(got, []int{0, 2}) {
+	if got := h.m.Views().HeldPartitions("db", "v1"); !slices.Equal(got, []int{0, 2}) {
 		t.Fatalf("held %v after dropping 1", got)
 	}
 	for _, r := range testutil.Records(300, "v1") {

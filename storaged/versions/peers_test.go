@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"spangle/shared/dbver"
 	"spangle/shared/wire"
 )
 
@@ -20,12 +21,13 @@ func TestLoadCopiesFromPeersFirst(t *testing.T) {
 
 	var asked []int
 	h := start(t, root, t.TempDir(), func(o *Options) {
-		o.Hooks.CopyPartition = func(ctx context.Context, db, version string, p int, dir string) error {
+		o.Hooks.CopyPartition = func(ctx context.Context, part dbver.Partition, dir string) error {
+			p := part.P
 			asked = append(asked, p) // loads of one version are sequential
 			if p != 1 {
 				return fmt.Errorf("%w: partition %d", ErrNoPeer, p)
 			}
-			copyDir(t, peer.store.PartitionDir(db, version, p), dir)
+			copyDir(t, peer.store.PartitionDir(part), dir)
 			return nil
 		}
 	})

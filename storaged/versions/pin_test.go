@@ -33,7 +33,7 @@ func TestStandalonePin(t *testing.T) {
 	h.m.Refresh()
 	h.waitState("db", "v2", wire.StateActive)
 	// v1 is swept after its retention and deleted from the local store.
-	waitFor(t, "v1 removed", func() bool { _, ok := h.m.Health()["db"]["v1"]; return !ok })
+	waitFor(t, "v1 removed", func() bool { _, ok := h.m.Views().Health()["db"]["v1"]; return !ok })
 	waitFor(t, "v1's local copy deleted", func() bool { _, err := h.store.ReadManifest("db", "v1"); return err != nil })
 
 	// Pin back to v1: loaded again from the source and served.
@@ -43,7 +43,7 @@ func TestStandalonePin(t *testing.T) {
 	if val, name, err := h.get("db", "", "key-000004"); err != nil || name != "v1" || val != "value-4-v1" {
 		t.Fatalf("pinned: got %q from %s, %v; want v1's value", val, name, err)
 	}
-	st := h.m.Status("db")["db"]
+	st := h.m.Views().Status("db")["db"]
 	gen := st.PinGeneration
 	if st.Pin != "v1" || gen != 1 || st.PinError != "" || st.Current != "v1" {
 		t.Fatalf("pinned status: %+v", st)
@@ -58,27 +58,27 @@ func TestStandalonePin(t *testing.T) {
 		t.Fatalf("a new version moved a pinned db to %s", cur)
 	}
 	// It says it is held, on /healthz and the status page.
-	if hz := h.m.Health()["db"]["v3"]; hz.State != wire.StateHeld || !strings.Contains(hz.Reason, "pinned to v1") {
+	if hz := h.m.Views().Health()["db"]["v3"]; hz.State != wire.StateHeld || !strings.Contains(hz.Reason, "pinned to v1") {
 		t.Fatalf("v3 under the pin on /healthz: %+v", hz)
 	}
-	if vs := h.m.Status("db")["db"].Versions["v3"]; vs.State != wire.StateHeld || !strings.Contains(vs.Reason, "pinned to v1") {
+	if vs := h.m.Views().Status("db")["db"].Versions["v3"]; vs.State != wire.StateHeld || !strings.Contains(vs.Reason, "pinned to v1") {
 		t.Fatalf("v3 under the pin on the status page: %+v", vs)
 	}
 
 	// A malformed marker: nothing changes, the error shows.
 	writePin(t, root, "db", "v1\nv3\n")
 	h.m.Scan(context.Background())
-	st = h.m.Status("db")["db"]
+	st = h.m.Views().Status("db")["db"]
 	if st.Pin != "v1" || !strings.Contains(st.PinError, "malformed") || h.m.CurrentVersion("db") != "v1" {
 		t.Fatalf("malformed marker: %+v", st)
 	}
-	if hz := h.m.Health()["db"][source.PinFile]; hz.State != wire.StateError || !strings.Contains(hz.Reason, "malformed") {
+	if hz := h.m.Views().Health()["db"][source.PinFile]; hz.State != wire.StateError || !strings.Contains(hz.Reason, "malformed") {
 		t.Fatalf("malformed marker on /healthz: %+v", hz)
 	}
 	// A pin to a version the source does not hold: nothing changes.
 	writePin(t, root, "db", "v9")
 	h.m.Scan(context.Background())
-	st = h.m.Status("db")["db"]
+	st = h.m.Views().Status("db")["db"]
 	if st.Pin != "v1" || !strings.Contains(st.PinError, `"v9" is not in the source`) || h.m.CurrentVersion("db") != "v1" {
 		t.Fatalf("missing pinned version: %+v", st)
 	}
@@ -89,11 +89,11 @@ func TestStandalonePin(t *testing.T) {
 	}
 	h.m.Refresh()
 	h.waitState("db", "v3", wire.StateActive)
-	st = h.m.Status("db")["db"]
+	st = h.m.Views().Status("db")["db"]
 	if st.Pin != "" || st.PinGeneration != gen+1 || st.PinError != "" {
 		t.Fatalf("unpinned status: %+v", st)
 	}
-	if _, ok := h.m.Health()["db"][source.PinFile]; ok {
+	if _, ok := h.m.Views().Health()["db"][source.PinFile]; ok {
 		t.Fatal("the marker's error stays on /healthz after unpinning")
 	}
 }
@@ -107,7 +107,7 @@ func TestStandalonePinGenerationCountsAcrossRestarts(t *testing.T) {
 	writeV(t, root, "db", "v1")
 	writeV(t, root, "db", "v2")
 	status := func(h *harness) (string, uint64, string) {
-		st := h.m.Status("db")["db"]
+		st := h.m.Views().Status("db")["db"]
 		return st.Pin, st.PinGeneration, st.PinError
 	}
 
@@ -179,7 +179,7 @@ func TestPinToBrokenVersion(t *testing.T) {
 	h.m.Refresh()
 	h.waitState("db", "v1", wire.StateError)
 	h.m.Scan(context.Background())
-	st := h.m.Status("db")["db"]
+	st := h.m.Views().Status("db")["db"]
 	if st.Current != "v2" || st.Pin != "v1" || !strings.Contains(st.PinError, "failed to load") {
 		t.Fatalf("status: %+v", st)
 	}

@@ -61,7 +61,7 @@ func (h plannerHost) Fail(db, name string, err error) {
 func (h plannerHost) Rescan(d time.Duration) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	h.m.rescanLocked(d)
+	h.m.scans.after(d)
 }
 
 func (h plannerHost) RetryFailed(db string) {
@@ -77,19 +77,6 @@ func (h plannerHost) RetryFailed(db string) {
 			m.forgetLocked(db, d, vs)
 		}
 	}
-}
-
-// rescanLocked asks for a scan in d (or sooner, if one is due sooner).
-func (m *Manager) rescanLocked(d time.Duration) {
-	at := time.Now().Add(d)
-	if m.rescan != nil && !m.rescanAt.After(at) && m.rescanAt.After(time.Now()) {
-		return
-	}
-	if m.rescan != nil {
-		m.rescan.Stop()
-	}
-	m.rescanAt = at
-	m.rescan = time.AfterFunc(d, m.kick)
 }
 
 // empty reports whether nothing of db is left: no state, or no version.
@@ -116,11 +103,4 @@ func numPartitions(files []source.File, formats []loader.Format) int {
 		return 0
 	}
 	return n
-}
-
-// formats returns the input formats of db's versions, its _FORMAT
-// applied (storaged/builder). It takes the planner's lock, never the
-// manager's: callers may hold the manager's.
-func (m *Manager) formats(db string) []loader.Format {
-	return m.build.Formats(db)
 }

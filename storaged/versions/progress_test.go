@@ -81,7 +81,7 @@ func TestLoadProgressShownAndLogged(t *testing.T) {
 		o.ProgressEvery = 10 * time.Millisecond
 	})
 	<-g.opened // two of three files read; the third waits
-	hz := h.m.Health()["db"]["v1"]
+	hz := h.m.Views().Health()["db"]["v1"]
 	p := hz.Progress
 	if hz.State != wire.StateBuilding || p == nil {
 		t.Fatalf("healthz while loading: %+v", hz)
@@ -90,7 +90,7 @@ func TestLoadProgressShownAndLogged(t *testing.T) {
 		p.Records <= 0 || p.PreshardedFiles != 2 || p.SpreadFiles != 0 || p.Started.IsZero() {
 		t.Fatalf("progress while loading: %+v (files of %d bytes)", p, total)
 	}
-	if sp := h.m.Status("db")["db"].Versions["v1"].Progress; sp == nil || sp.FilesDone != 2 || sp.BytesTotal != total {
+	if sp := h.m.Views().Status("db")["db"].Versions["v1"].Progress; sp == nil || sp.FilesDone != 2 || sp.BytesTotal != total {
 		t.Fatalf("status progress while loading: %+v", sp)
 	}
 	waitFor(t, "a progress log line", func() bool {
@@ -103,7 +103,7 @@ func TestLoadProgressShownAndLogged(t *testing.T) {
 	})
 	close(g.gate)
 	h.waitState("db", "v1", wire.StateActive)
-	if p := h.m.Health()["db"]["v1"].Progress; p != nil {
+	if p := h.m.Views().Health()["db"]["v1"].Progress; p != nil {
 		t.Fatalf("active version still shows progress %+v", p)
 	}
 	loaded := logs.FilterMessage("version loaded").All()
@@ -159,9 +159,9 @@ func TestLoadTookLeavesOutClusterWait(t *testing.T) {
 		}}
 	})
 	waitFor(t, "v1 waiting for the cluster", func() bool {
-		return h.m.Health()["db"]["v1"].Reason == reasonWaitingForCluster
+		return h.m.Views().Health()["db"]["v1"].Reason == reasonWaitingForCluster
 	})
-	if p := h.m.Health()["db"]["v1"].Progress; p != nil {
+	if p := h.m.Views().Health()["db"]["v1"].Progress; p != nil {
 		t.Fatalf("progress before the load reads anything: %+v", p)
 	}
 	const wait = 500 * time.Millisecond
@@ -187,7 +187,7 @@ func TestLoadTookLeavesOutClusterWait(t *testing.T) {
 	if cw < wait || took <= 0 || took > total-cw+50*time.Millisecond {
 		t.Fatalf("cluster_wait %v, took %v, %v from start to loaded: want the wait (over %v) apart from the load", cw, took, total, wait)
 	}
-	if s := h.m.Status("db")["db"].Versions["v1"].LoadSeconds; s <= 0 || s > took.Seconds()+0.05 {
+	if s := h.m.Views().Status("db")["db"].Versions["v1"].LoadSeconds; s <= 0 || s > took.Seconds()+0.05 {
 		t.Fatalf("status load_seconds %v is not the load's own time %v (the cluster's wait was %v)", s, took, cw)
 	}
 }

@@ -8,146 +8,120 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/shared/wait"
 	"spangle/storaged/builder"
 	"spangle/storaged/loader"
+	"spangle/storaged/reload"
 )
 
-// A version is immutable in principle, but a job that writes its output
-// again overwrites the files of a version already served, and a copy
-// that keeps file times can change a version's files after it loaded
-// (the planner's settling sees the change only once it has happened). When a
-// scan finds the settled files of a servable version different from the
-// ones it was built from, the version is built again beside the copy
-// that serves (store.RebuildDir), from the source only: a peer serves
-// the same name from the old files, so it is not asked. The served copy
-// answers meanwhile, its phase unchanged. Once the new copy is built,
-// synced and opened, it is moved in place on disk and swapped into the
-// version with one snapshot swap, as a repaired partition is; the old
-// copy closes once the requests that acquired it are done. A rebuild
-// that fails leaves the old copy serving and shows why on /healthz, the
-// status page and in the log; it is tried again when the files change
-// again or at a refresh. Files that change again during a rebuild start
-// it over.
+// A servable version whose source files changed is built again beside
+// the copy that serves (store.RebuildDir), from the source only: a peer
+// serves the same name from the old files, so it is not asked. The
+// served copy answers meanwhile, its phase unchanged. Once the new copy
+// is built, synced and opened, it is moved in place on disk and swapped
+// into the version with one snapshot swap, as a repaired partition is;
+// the old copy closes once the requests that acquired it are done. A
+// rebuild that fails leaves the old copy serving and shows why on
+// /healthz, the status page and in the log; it is tried again when the
+// files change again or at a refresh. Files that change again during a
+// rebuild start it over. storaged/reload keeps track of which rebuild
+// runs; reloadHost below builds and swaps.
 
 // swapGrace is how long a version's replaced copy stays open after a
 // rebuild is swapped in, for requests that read the snapshot just
 // before the swap and acquire the copy just after.
 const swapGrace = time.Second
 
-// rebuilding is a rebuild under way. Guarded by Manager.mu, except done.
-type rebuilding struct {
-	files  []source.File
-	cancel context.CancelFunc
-	// done is closed once the rebuild's goroutine no longer touches the
-	// store's rebuild directory of the version.
-	done chan struct{}
-}
-
 // reasonRebuilding is what a servable version shows while it is rebuilt.
 const reasonRebuilding = "its source files changed; building it again beside the copy that serves"
 
-// rebuildLocked starts building the servable vs again from files, unless
-// a rebuild from these files runs or failed.
-func (m *Manager) rebuildLocked(db string, vs *vstate, files []source.File) {
-	prev := vs.rebuild
-	switch {
-	case prev != nil && source.SameFiles(prev.files, files):
-		return
-	case prev == nil && vs.rebuildFailed != nil && source.SameFiles(vs.rebuildFailed, files) && !m.forceRetry:
+// startRebuildLocked asks m's reloader to build the servable vs of db
+// again from c's files (a no-op when a rebuild from these files runs or
+// failed), and shows it. Called with m.mu held.
+func startRebuildLocked(m *Manager, db string, vs *vstate, files []source.File) {
+	started, replaced := m.reload.Start(m.ctx, dbver.Of(db, vs.name), files, vs.v.NumPartitions, vs.v.Held(), m.forceRetry)
+	if started == nil {
 		return
 	}
-	if prev != nil {
+	if replaced != nil {
 		m.log.Info("version's files changed again while it was rebuilt; starting over", zap.String("db", db), zap.String("version", vs.name))
-		prev.cancel()
 	}
-	parent := m.ctx
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithCancel(parent)
-	rb := &rebuilding{files: files, cancel: cancel, done: make(chan struct{})}
-	vs.rebuild, vs.rebuildFailed = rb, nil
 	vs.reason = reasonRebuilding
 	m.metrics.reloads.Inc()
 	m.log.Warn("version's files changed since it was loaded; building it again while the loaded copy serves",
 		zap.String("db", db), zap.String("version", vs.name), zap.Int("files_before", len(vs.files)), zap.Int("files_now", len(files)))
-	held := vs.v.Held()
-	n := vs.v.NumPartitions
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		defer close(rb.done)
-		defer cancel()
-		if prev != nil {
-			<-prev.done // it used the same directory
-		}
-		m.rebuildVersion(parent, ctx, db, vs, rb, n, held)
-	}()
 }
 
 // stopRebuildLocked cancels vs's rebuild, if any, and returns it: the
-// caller waits for its done before deleting the version's files.
-func (m *Manager) stopRebuildLocked(vs *vstate) *rebuilding {
-	rb := vs.rebuild
-	if rb != nil {
-		rb.cancel()
-		vs.rebuild = nil
-		if vs.reason == reasonRebuilding {
-			vs.reason = ""
-		}
+// caller waits for its Done before deleting the version's files. Called
+// with m.mu held.
+func stopRebuildLocked(m *Manager, db string, vs *vstate) *reload.Job {
+	j := m.reload.Stop(dbver.Of(db, vs.name))
+	if j != nil && vs.reason == reasonRebuilding {
+		vs.reason = ""
 	}
-	return rb
+	return j
 }
 
-// rebuildVersion builds vs again from rb.files and swaps it in, or says
-// why not. heldBefore are the partitions the served copy holds, of n;
+// reloadHost is the Manager as storaged/reload sees it (reload.Host).
+type reloadHost struct{ m *Manager }
+
+// Rebuild builds j's version again and swaps it in, or says why not;
 // ctx is the rebuild's, parent the manager's (the replaced copy closes
 // after swapGrace unless it ends).
-func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vstate, rb *rebuilding, n int, heldBefore []int) {
+func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
+	m := h.m
+	db, name := j.V.DB, j.V.Version
 	start := time.Now()
-	select {
-	case <-vs.durable: // its first load may still be writing its manifest
-	case <-ctx.Done():
+	m.mu.Lock()
+	vs := m.dbs.servable(db, name)
+	m.mu.Unlock()
+	if vs != nil {
+		select {
+		case <-vs.durable: // its first load may still be writing its manifest
+		case <-ctx.Done():
+		}
 	}
-	nNow, err := loader.NumPartitions(rb.files, m.formats(db))
+	nNow, err := loader.NumPartitions(j.Files, m.build.Formats(db))
 	if err != nil {
-		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
+		err = fmt.Errorf("versions: %s/%s: %w", db, name, err)
 	}
 	var held []int
 	if err == nil {
 		// The partitions held before when the count is unchanged, else
 		// what Hooks.Held says (the cluster refuses a count other than
 		// the one it knows).
-		held = heldBefore
-		if nNow != n {
-			held, err = m.opts.Hooks.held(ctx, db, vs.name, nNow)
+		held = j.Held
+		if nNow != j.N {
+			held, err = m.opts.Hooks.held(ctx, db, name, nNow)
 		}
 	}
 	var nv *Version
 	if err == nil && ctx.Err() == nil {
 		var o builder.Opened
-		if o, err = m.build.BuildBeside(ctx, db, vs.name, rb.files, nNow, held, m.opts.Now().UTC()); err == nil {
-			nv = m.newVersion(db, vs.name, o)
+		if o, err = m.build.BuildBeside(ctx, db, name, j.Files, nNow, held, m.opts.Now().UTC()); err == nil {
+			nv = openedVersion(db, name, o, m.rep.Reports())
 		}
 	}
 
 	removeRebuild := func() {
-		if err := m.opts.Store.RemoveRebuild(db, vs.name); err != nil {
-			m.log.Warn("deleting an unfinished rebuild", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+		if err := m.opts.Store.RemoveRebuild(db, name); err != nil {
+			m.log.Warn("deleting an unfinished rebuild", zap.String("db", db), zap.String("version", name), zap.Error(err))
 		}
 	}
 	m.mu.Lock()
-	live := vs.rebuild == rb && vs.phase.servable() && ctx.Err() == nil
-	if live && err == nil && !slices.Equal(vs.v.Held(), heldBefore) {
+	vs = m.dbs.servable(db, name)
+	live := vs != nil && j.Current() && ctx.Err() == nil
+	if live && err == nil && !slices.Equal(vs.v.Held(), j.Held) {
 		// The cluster gave or took a partition meanwhile: start over.
 		live = false
-		m.stopRebuildLocked(vs)
-		m.kick()
+		stopRebuildLocked(m, db, vs)
+		m.scans.kick()
 	}
 	if live && err == nil {
-		err = m.opts.Store.SwapRebuilt(db, vs.name)
+		err = m.opts.Store.SwapRebuilt(db, name)
 	}
 	switch {
 	case !live:
@@ -157,7 +131,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		}
 		removeRebuild()
 	case err != nil:
-		vs.rebuild, vs.rebuildFailed = nil, rb.files
+		j.Finish(true)
 		vs.reason = "its source files changed and building it again failed (the copy loaded before serves): " + err.Error()
 		m.failedN.Add(1)
 		m.metrics.loads.WithLabelValues("error").Inc()
@@ -166,16 +140,16 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 			nv.close()
 		}
 		m.log.Error("building a version again from its changed files failed; the copy loaded before serves",
-			zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+			zap.String("db", db), zap.String("version", name), zap.Error(err))
 		removeRebuild()
 	default:
 		old := vs.v
 		nv.current.Store(old.current.Load())
 		nv.lastUsed.Store(old.lastUsed.Load())
-		vs.v, vs.files = nv, rb.files
-		vs.rebuild = nil
+		vs.v, vs.files = nv, j.Files
+		j.Finish(false)
 		vs.reason = ""
-		m.rep.Forget(db, vs.name) // what was bad in the old copy
+		m.rep.Forget(db, name) // what was bad in the old copy
 		vs.loadTook = time.Since(start)
 		m.loadedN.Add(1)
 		m.metrics.loads.WithLabelValues("loaded").Inc()
@@ -183,7 +157,7 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 		m.publishLocked()
 		m.mu.Unlock()
 		m.log.Info("version built again from its changed files and swapped in", zap.String("db", db),
-			zap.String("version", vs.name), zap.Ints("partitions", held), zap.Duration("took", vs.loadTook))
+			zap.String("version", name), zap.Ints("partitions", held), zap.Duration("took", vs.loadTook))
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
@@ -191,8 +165,8 @@ func (m *Manager) rebuildVersion(parent, ctx context.Context, db string, vs *vst
 			old.closing.Store(true)
 			waitUnused(old, 10*time.Second)
 			old.close()
-			if err := m.opts.Store.RemoveRetired(db, vs.name); err != nil {
-				m.log.Warn("deleting a version's replaced copy", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
+			if err := m.opts.Store.RemoveRetired(db, name); err != nil {
+				m.log.Warn("deleting a version's replaced copy", zap.String("db", db), zap.String("version", name), zap.Error(err))
 			}
 		}()
 	}

@@ -100,7 +100,7 @@ func TestRewriteInPlaceKeepsServing(t *testing.T) {
 		t.Fatalf("%d of %d lookups failed (first: %v), %d went back to the old value",
 			r.failed.Load(), r.reads.Load(), r.firstErr.Load(), r.regressed.Load())
 	}
-	if st := h.m.Health()["db"]["v1"]; st.State != wire.StateActive || st.Reason != "" {
+	if st := h.m.Views().Health()["db"]["v1"]; st.State != wire.StateActive || st.Reason != "" {
 		t.Fatalf("after the rebuild v1 is %+v", st)
 	}
 	// The replaced copy and the rebuild directory go; the manifest names
@@ -112,7 +112,7 @@ func TestRewriteInPlaceKeepsServing(t *testing.T) {
 	h.stop()
 	h2 := start(t, root, storeDir, nil)
 	h2.waitState("db", "v1", wire.StateActive)
-	if _, reused, _ := h2.m.Counts(); reused != 1 {
+	if _, reused, _ := h2.m.Views().Counts(); reused != 1 {
 		t.Fatalf("the rebuilt copy was not reused after a restart (reused %d)", reused)
 	}
 	if val, _, err := h2.get("db", "", "key-000002"); err != nil || val != "value-2-new" {
@@ -138,9 +138,9 @@ func TestRewriteInPlaceBrokenKeepsServing(t *testing.T) {
 	}
 	h.m.Scan(context.Background())
 	waitFor(t, "the failed rebuild shown", func() bool {
-		return strings.Contains(h.m.Health()["db"]["v1"].Reason, "failed")
+		return strings.Contains(h.m.Views().Health()["db"]["v1"].Reason, "failed")
 	})
-	if st := h.m.Health()["db"]["v1"]; st.State != wire.StateActive {
+	if st := h.m.Views().Health()["db"]["v1"]; st.State != wire.StateActive {
 		t.Fatalf("v1 after a broken rewrite: %+v", st)
 	}
 	if val, _, err := h.get("db", "", "key-000003"); err != nil || val != "value-3-old" {
@@ -158,7 +158,7 @@ func TestRewriteInPlaceBrokenKeepsServing(t *testing.T) {
 		t.Fatalf("%d of %d lookups failed (first: %v), %d went back to the old value",
 			r.failed.Load(), r.reads.Load(), r.firstErr.Load(), r.regressed.Load())
 	}
-	if st := h.m.Health()["db"]["v1"]; st.State != wire.StateActive || st.Reason != "" {
+	if st := h.m.Views().Health()["db"]["v1"]; st.State != wire.StateActive || st.Reason != "" {
 		t.Fatalf("after the good rewrite v1 is %+v", st)
 	}
 }

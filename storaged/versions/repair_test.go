@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
@@ -124,7 +125,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			var loaded atomic.Bool
 			h := start(t, root, t.TempDir(), func(o *Options) {
 				o.Loader.Build.BlockSize = 256 // several blocks per partition
-				o.Hooks.CopyPartition = func(ctx context.Context, db, version string, p int, dir string) error {
+				o.Hooks.CopyPartition = func(ctx context.Context, _ dbver.Partition, dir string) error {
 					if !loaded.Load() {
 						return ErrNoPeer // the first load: no other node serves v1 yet
 					}
@@ -144,7 +145,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			loaded.Store(true)
 			p := partitioner.Partition([]byte("key-000000"), 3)
 			keys := keysOf(p)
-			dir := h.store.PartitionDir("db", "v1", p)
+			dir := h.store.PartitionDir(dbver.Of("db", "v1").Partition(p))
 			peerCopy = t.TempDir()
 			copyDir(t, dir, peerCopy)
 			if tc.peer == "corrupt" {
@@ -157,15 +158,15 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			}
 			rd := startReaders(h)
 			waitFor(t, "the partition marked corrupt", func() bool {
-				return reflect.DeepEqual(h.m.Health()["db"]["v1"].CorruptPartitions, []int{p})
+				return reflect.DeepEqual(h.m.Views().Health()["db"]["v1"].CorruptPartitions, []int{p})
 			})
-			if hl := h.m.Health()["db"]["v1"]; hl.State != wire.StateActive || hl.Reason == "" {
+			if hl := h.m.Views().Health()["db"]["v1"]; hl.State != wire.StateActive || hl.Reason == "" {
 				t.Fatalf("health while rebuilding: %+v; want ACTIVE with a reason", hl)
 			}
-			if st := h.m.Status("db")["db"].Versions["v1"]; !reflect.DeepEqual(st.CorruptPartitions, []int{p}) || len(st.Partitions) != 3 {
+			if st := h.m.Views().Status("db")["db"].Versions["v1"]; !reflect.DeepEqual(st.CorruptPartitions, []int{p}) || len(st.Partitions) != 3 {
 				t.Fatalf("status while rebuilding: %+v", st)
 			}
-			if _, ok := h.m.PartitionDir("db", "v1", p); ok {
+			if _, ok := h.m.Views().PartitionDir(dbver.Of("db", "v1").Partition(p)); ok {
 				t.Fatal("a corrupt partition is offered to peers")
 			}
 			if val, _, err := h.get("db", "", keys[len(keys)-1]); err != nil || val == "" {
@@ -184,7 +185,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 				return err == nil
 			})
 			rd.end(t)
-			if hl := h.m.Health()["db"]["v1"]; hl.CorruptPartitions != nil || hl.Reason != "" {
+			if hl := h.m.Views().Health()["db"]["v1"]; hl.CorruptPartitions != nil || hl.Reason != "" {
 				t.Fatalf("health after the rebuild: %+v", hl)
 			}
 			for i, k := range keysOf(p) {
@@ -198,7 +199,7 @@ func TestCorruptBlockRebuilt(t *testing.T) {
 			if got := h.metric("spangle_storaged_partitions_repairing"); got != 0 {
 				t.Fatalf("partitions repairing after the rebuild: %v", got)
 			}
-			if _, ok := h.m.PartitionDir("db", "v1", p); !ok {
+			if _, ok := h.m.Views().PartitionDir(dbver.Of("db", "v1").Partition(p)); !ok {
 				t.Fatal("the rebuilt partition is not offered to peers")
 			}
 		})
@@ -220,7 +221,7 @@ func TestRebuildRetried(t *testing.T) {
 	h := start(t, root, t.TempDir(), func(o *Options) { o.Repair.Retry = 20 * time.Millisecond })
 	h.waitState("db", "v1", wire.StateActive)
 	p := partitioner.Partition([]byte("key-000000"), 3)
-	testutil.CorruptFirstBlock(t, h.store.PartitionDir("db", "v1", p))
+	testutil.CorruptFirstBlock(t, h.store.PartitionDir(dbver.Of("db", "v1").Partition(p)))
 	src := filepath.Join(root, "db", "v1")
 	hidden := filepath.Join(root, "away")
 	rename(t, src, hidden)
@@ -230,7 +231,7 @@ func TestRebuildRetried(t *testing.T) {
 	waitFor(t, "a failed rebuild counted", func() bool {
 		return h.metric(`spangle_storaged_partition_repairs_total{result="error"}`) >= 2
 	})
-	if hl := h.m.Health()["db"]["v1"]; !reflect.DeepEqual(hl.CorruptPartitions, []int{p}) {
+	if hl := h.m.Views().Health()["db"]["v1"]; !reflect.DeepEqual(hl.CorruptPartitions, []int{p}) {
 		t.Fatalf("health while the rebuild fails: %+v", hl)
 	}
 	rename(t, hidden, src)
@@ -238,7 +239,7 @@ func TestRebuildRetried(t *testing.T) {
 		val, _, err := h.get("db", "", "key-000000")
 		return err == nil && val == "value-0-v1"
 	})
-	if hl := h.m.Health()["db"]["v1"]; hl.CorruptPartitions != nil {
+	if hl := h.m.Views().Health()["db"]["v1"]; hl.CorruptPartitions != nil {
 		t.Fatalf("health after the rebuild: %+v", hl)
 	}
 }

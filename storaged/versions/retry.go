@@ -12,7 +12,7 @@ import (
 func (m *Manager) retryLaterLocked(vs *vstate) {
 	d := vs.retry.Fail(m.opts.Now(), m.opts.RetryMin, m.opts.RetryMax)
 	vs.reason = fmt.Sprintf("%s (a transient error: retry %d in %s, or at the next refresh)", vs.cause, vs.retry.Failures, d)
-	m.rescanLocked(d)
+	m.scans.after(d)
 }
 
 // retryDueLocked reports whether a scan should load a failed vs again
@@ -30,7 +30,7 @@ func (m *Manager) retryDueLocked(vs *vstate) bool {
 	if left <= 0 {
 		return true
 	}
-	m.rescanLocked(left)
+	m.scans.after(left)
 	return false
 }
 
@@ -50,16 +50,7 @@ func (m *Manager) armRetriesLocked() {
 				m.retryLaterLocked(vs)
 				continue
 			}
-			m.rescanLocked(vs.retry.Left(now))
+			m.scans.after(vs.retry.Left(now))
 		}
-	}
-}
-
-// kick asks for a scan soon, as Refresh does, but without retrying failed
-// versions before their backoff is over: the manager's own re-scans.
-func (m *Manager) kick() {
-	select {
-	case m.refresh <- struct{}{}:
-	default:
 	}
 }

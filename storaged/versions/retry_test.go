@@ -144,7 +144,7 @@ func failV2(t *testing.T, h *harness, proxy *tcpproxy.Proxy, dir string) {
 	writeBig(t, dir, "v2")
 	h.m.Refresh()
 	h.waitState("db", "v2", wire.StateError)
-	if r := h.m.Health()["db"]["v2"].Reason; !strings.Contains(r, "transient") || !strings.Contains(r, "retry") {
+	if r := h.m.Views().Health()["db"]["v2"].Reason; !strings.Contains(r, "transient") || !strings.Contains(r, "retry") {
 		t.Fatalf("v2's reason %q does not say it will be retried", r)
 	}
 	if val, name, err := h.get("db", "", "key-000004"); err != nil || name != "v1" || val != "value-4-v1" {
@@ -160,7 +160,7 @@ func TestTransientFailureRetried(t *testing.T) {
 	h, proxy, dir := s3Harness(t, func(o *Options) { o.RetryMin, o.RetryMax = 20*time.Millisecond, 200*time.Millisecond })
 	failV2(t, h, proxy, dir)
 	time.Sleep(300 * time.Millisecond) // a few retries fail while S3 is down
-	if _, _, failed := h.m.Counts(); failed < 1 {
+	if _, _, failed := h.m.Views().Counts(); failed < 1 {
 		t.Fatalf("failed loads: %d", failed)
 	}
 	proxy.Heal()
@@ -181,7 +181,7 @@ func TestRefreshRetriesAtOnce(t *testing.T) {
 	corruptV(t, dir, "bad", "v1")
 	h.m.Refresh()
 	h.waitState("bad", "v1", wire.StateError)
-	if r := h.m.Health()["bad"]["v1"].Reason; strings.Contains(r, "retry") {
+	if r := h.m.Views().Health()["bad"]["v1"].Reason; strings.Contains(r, "retry") {
 		t.Fatalf("a corrupt version's reason %q says it will be retried", r)
 	}
 	failV2(t, h, proxy, dir)
@@ -191,11 +191,11 @@ func TestRefreshRetriesAtOnce(t *testing.T) {
 	if s := h.state("db", "v2"); s != wire.StateError {
 		t.Fatalf("v2 is %s after a scan within its backoff, want ERROR", s)
 	}
-	_, _, failed := h.m.Counts()
+	_, _, failed := h.m.Views().Counts()
 	h.m.Refresh()
 	h.waitState("db", "v2", wire.StateActive)
 	h.m.Scan(context.Background()) // Refresh's scan is over: v2 is active
-	if _, _, f := h.m.Counts(); f != failed || h.state("bad", "v1") != wire.StateError {
+	if _, _, f := h.m.Views().Counts(); f != failed || h.state("bad", "v1") != wire.StateError {
 		t.Fatalf("the Refresh tried the corrupt version again: failed loads %d, were %d; bad/v1 %s", f, failed, h.state("bad", "v1"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
@@ -24,7 +25,7 @@ func TestScrubAfterRestart(t *testing.T) {
 	h.stop()
 
 	p := partitioner.Partition([]byte("key-000000"), 3)
-	dir := h.store.PartitionDir("db", "v1", p)
+	dir := h.store.PartitionDir(dbver.Of("db", "v1").Partition(p))
 	tables := testutil.CorruptFirstBlock(t, dir)
 	bad, err := os.ReadFile(tables[0])
 	if err != nil {
@@ -41,7 +42,7 @@ func TestScrubAfterRestart(t *testing.T) {
 
 	h2 := start(t, root, storeDir, func(o *Options) { o.Repair.ScrubRate = 100e6 })
 	h2.waitState("db", "v1", wire.StateActive)
-	if _, r, _ := h2.m.Counts(); r != 1 {
+	if _, r, _ := h2.m.Views().Counts(); r != 1 {
 		t.Fatalf("restart reused %d versions, want 1", r)
 	}
 	waitFor(t, "the scrub finding the corrupt block and the rebuild", func() bool {

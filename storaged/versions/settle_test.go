@@ -49,10 +49,10 @@ func TestSettleIgnoresKeptFileTimes(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.m.Scan(context.Background())
-		if st := h.m.Health()["db"]["v2"]; st.State != wire.StateSettling || st.Reason == "" {
+		if st := h.m.Views().Health()["db"]["v2"]; st.State != wire.StateSettling || st.Reason == "" {
 			t.Fatalf("v2 with %d of 3 files copied: %+v, want SETTLING with a reason", i+1, st)
 		}
-		if st := h.m.Status("db")["db"].Versions["v2"]; st.State != wire.StateSettling || st.NumPartitions != i+1 {
+		if st := h.m.Views().Status("db")["db"].Versions["v2"]; st.State != wire.StateSettling || st.NumPartitions != i+1 {
 			t.Fatalf("status of v2 with %d of 3 files copied: %+v", i+1, st)
 		}
 		if val, name, err := h.get("db", "", "key-000001"); err != nil || name != "v1" || val != "value-1-v1" {
@@ -62,7 +62,7 @@ func TestSettleIgnoresKeptFileTimes(t *testing.T) {
 	}
 	// Unchanged for the settle time from now: v2 loads whole.
 	h.waitState("db", "v2", wire.StateActive)
-	if n := h.m.Status("db")["db"].Versions["v2"].NumPartitions; n != 3 {
+	if n := h.m.Views().Status("db")["db"].Versions["v2"].NumPartitions; n != 3 {
 		t.Fatalf("v2 active with %d of 3 partitions", n)
 	}
 	for i := 0; i < 300; i++ {

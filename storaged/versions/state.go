@@ -179,14 +179,10 @@ type vstate struct {
 	// to load it anew. It is not a phase: it rides along whichever of
 	// cancelling, retiring and removing the version is in.
 	reload bool
-	// rebuild: its source files changed after it became servable, and it
-	// is being built again beside the copy that serves (rebuild.go);
-	// rebuildFailed: the files a rebuild failed with, not tried again
-	// until they change or a refresh asks.
-	rebuild       *rebuilding
-	rebuildFailed []source.File
-	started       time.Time
-	loadTook      time.Duration // how long building took; 0 when reused
+	// Whether it is being built again because its source files changed
+	// after it became servable is storaged/reload's (Manager.reload).
+	started  time.Time
+	loadTook time.Duration // how long building took; 0 when reused
 	// progress counts what its load has read so far (set while loading).
 	progress  *loader.Progress
 	loadedAt  time.Time // when it was loaded

@@ -149,9 +149,9 @@ func TestActivateCancelledLoad(t *testing.T) {
 	// v2 loaded first: the cancelled load's clean-up (Store.Remove, which
 	// deletes the db's dir once empty) would otherwise race v2's first
 	// mkdir under it, a flaw of the store this test is not about.
-	waitFor(t, "v2 loaded", func() bool { return h.m.Health()["db"]["v2"].Reason == "loaded; waiting to become active" })
+	waitFor(t, "v2 loaded", func() bool { return h.m.Views().Health()["db"]["v2"].Reason == "loaded; waiting to become active" })
 	close(release)
-	waitFor(t, "v1 forgotten", func() bool { _, ok := h.m.Health()["db"]["v1"]; return !ok })
+	waitFor(t, "v1 forgotten", func() bool { _, ok := h.m.Views().Health()["db"]["v1"]; return !ok })
 	if err := h.m.Activate("db", "v2"); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestRetiringVersion(t *testing.T) {
 		t.Fatalf("activating a version being removed: %v; want ErrVersionNotHeld", err)
 	}
 	close(release)
-	waitFor(t, "db gone", func() bool { return len(h.m.DBNames()) == 0 })
+	waitFor(t, "db gone", func() bool { return len(h.m.Views().DBNames()) == 0 })
 	if v, err := h.m.Acquire("db", "v1"); !errors.Is(err, ErrVersionNotHeld) {
 		if err == nil {
 			v.Release()

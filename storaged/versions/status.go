@@ -2,13 +2,9 @@ package versions
 
 import (
 	"fmt"
-	"sort"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"spangle/shared/parquetkv"
-	"spangle/shared/source"
 	"spangle/shared/wire"
 	"spangle/storaged/planner"
 )
@@ -28,131 +24,12 @@ func healthState(p phase) string {
 	return wire.StateBuilding
 }
 
-// Health returns every known version's state: {"<db>": {"<version>": ...}}.
-func (m *Manager) Health() map[string]map[string]wire.Health {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := time.Now()
-	out := map[string]map[string]wire.Health{}
-	for db, d := range m.dbs {
-		vs := map[string]wire.Health{}
-		for name, v := range d.versions {
-			h := wire.Health{State: healthState(v.phase), Reason: v.reason, Progress: progressOf(v, now)}
-			if v.phase == loaded {
-				h.Reason = "loaded; waiting to become active"
-			}
-			if bad, why := m.rep.Corrupt(db, name); bad != nil {
-				h.CorruptPartitions = bad
-				h.Reason = joinReasons(h.Reason, why)
-			}
-			vs[name] = h
-		}
-		ps := m.plan.Status(db)
-		names, why := heldBack(d, ps)
-		for _, name := range names {
-			vs[name] = wire.Health{State: wire.StateHeld, Reason: why}
-		}
-		for name, why := range ps.Awaiting {
-			if d.versions[name] == nil {
-				vs[name] = wire.Health{State: wire.StateBuilding, Reason: why}
-			}
-		}
-		for name, s := range ps.Settling {
-			why := s.Reason
-			if h, ok := vs[name]; ok {
-				h.Reason = joinReasons(h.Reason, "its source files changed; "+why)
-				vs[name] = h
-			} else {
-				vs[name] = wire.Health{State: wire.StateSettling, Reason: why}
-			}
-		}
-		if why := pinReason(d, ps); why != "" {
-			// A marker not followed is an error of the db, shown under
-			// the marker's name, which no version can have.
-			vs[source.PinFile] = wire.Health{State: wire.StateError, Reason: why}
-		}
-		if why := ps.FormatError; why != "" {
-			vs[parquetkv.FormatFile] = wire.Health{State: wire.StateError, Reason: why}
-		}
-		out[db] = vs
-	}
-	return out
-}
-
-// Status returns the status page's view of every db, or of one when db
-// is not "".
-func (m *Manager) Status(db string) map[string]wire.DBStatus {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := time.Now()
-	out := map[string]wire.DBStatus{}
-	for name, d := range m.dbs {
-		if db != "" && name != db {
-			continue
-		}
-		ds := wire.DBStatus{Current: d.current, Versions: map[string]wire.VersionStatus{}}
-		ps := m.plan.Status(name)
-		ds.Pin, ds.PinGeneration, ds.PinError = ps.Pin, ps.PinGeneration, pinReason(d, ps)
-		ds.FormatError = ps.FormatError
-		if cur := d.versions[d.current]; cur == nil || cur.phase != active {
-			ds.Current = ""
-		}
-		for vname, vs := range d.versions {
-			st := wire.VersionStatus{State: healthState(vs.phase), Reason: vs.reason,
-				NumPartitions: numPartitions(vs.files, m.formats(name)), Partitions: []int{},
-				LoadSeconds: vs.loadTook.Seconds(), Activated: vs.activated, Progress: progressOf(vs, now)}
-			if vs.v != nil {
-				st.Partitions = vs.v.Held()
-				st.Created = vs.v.Created
-			}
-			if bad, why := m.rep.Corrupt(name, vname); bad != nil {
-				st.CorruptPartitions = bad
-				st.Reason = joinReasons(st.Reason, why)
-			}
-			ds.Versions[vname] = st
-		}
-		names, why := heldBack(d, ps)
-		for _, vname := range names {
-			ds.Versions[vname] = wire.VersionStatus{State: wire.StateHeld, Reason: why, Partitions: []int{}}
-		}
-		for vname, why := range ps.Awaiting {
-			if d.versions[vname] == nil {
-				ds.Versions[vname] = wire.VersionStatus{State: wire.StateBuilding, Reason: why, Partitions: []int{}}
-			}
-		}
-		for vname, s := range ps.Settling {
-			why := s.Reason
-			if st, ok := ds.Versions[vname]; ok {
-				st.Reason = joinReasons(st.Reason, "its source files changed; "+why)
-				ds.Versions[vname] = st
-			} else {
-				ds.Versions[vname] = wire.VersionStatus{State: wire.StateSettling, Reason: why,
-					NumPartitions: numPartitions(s.Files, m.formats(name)), Partitions: []int{}}
-			}
-		}
-		out[name] = ds
-	}
-	return out
-}
-
 // joinReasons joins two reasons of one version, either possibly empty.
 func joinReasons(a, b string) string {
 	if a == "" || b == "" {
 		return a + b
 	}
 	return a + "; " + b
-}
-
-// DBNames returns the dbs the manager knows, sorted.
-func (m *Manager) DBNames() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	names := make([]string, 0, len(m.dbs))
-	for db := range m.dbs {
-		names = append(names, db)
-	}
-	sort.Strings(names)
-	return names
 }
 
 type metrics struct {
@@ -231,11 +108,12 @@ func pinReason(d *dbState, ps planner.DBStatus) string {
 	return reason
 }
 
-// setPinGaugesLocked counts the pinned dbs and the pins not followed.
-func (m *Manager) setPinGaugesLocked() {
+// setPinGauges counts the pinned dbs and the pins not followed. Called
+// with Manager.mu held (dbs is guarded by it).
+func setPinGauges(dbs dbTable, plan *planner.Planner, met *metrics) {
 	var pinned, bad float64
-	for db, d := range m.dbs {
-		ps := m.plan.Status(db)
+	for db, d := range dbs {
+		ps := plan.Status(db)
 		if ps.Pin != "" {
 			pinned++
 		}
@@ -243,6 +121,6 @@ func (m *Manager) setPinGaugesLocked() {
 			bad++
 		}
 	}
-	m.metrics.pinned.Set(pinned)
-	m.metrics.pinErrors.Set(bad)
+	met.pinned.Set(pinned)
+	met.pinErrors.Set(bad)
 }

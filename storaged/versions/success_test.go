@@ -97,10 +97,10 @@ func TestSuccessManifestGatesLoad(t *testing.T) {
 			manifest(t, root, "v2")
 			h.m.Refresh()
 			waitFor(t, "v2 waiting for its files", func() bool {
-				r := h.m.Health()["db"]["v2"].Reason
+				r := h.m.Views().Health()["db"]["v2"].Reason
 				return strings.Contains(r, "waiting for 2 file(s) its _SUCCESS manifest lists: part-00001, part-00003")
 			})
-			if st := h.m.Status("db")["db"].Versions["v2"]; st.State != wire.StateBuilding || !strings.Contains(st.Reason, "part-00001") {
+			if st := h.m.Views().Status("db")["db"].Versions["v2"]; st.State != wire.StateBuilding || !strings.Contains(st.Reason, "part-00001") {
 				t.Fatalf("status of v2: %+v", st)
 			}
 			served("v1")
@@ -108,13 +108,13 @@ func TestSuccessManifestGatesLoad(t *testing.T) {
 			put(1)
 			h.m.Refresh()
 			waitFor(t, "v2 waiting for one file", func() bool {
-				return strings.Contains(h.m.Health()["db"]["v2"].Reason, "waiting for 1 file(s)")
+				return strings.Contains(h.m.Views().Health()["db"]["v2"].Reason, "waiting for 1 file(s)")
 			})
 			served("v1")
 			put(3)
 			h.m.Refresh()
 			h.waitState("db", "v2", wire.StateActive)
-			if n := h.m.Status("db")["db"].Versions["v2"].NumPartitions; n != 4 {
+			if n := h.m.Views().Status("db")["db"].Versions["v2"].NumPartitions; n != 4 {
 				t.Fatalf("v2 loaded with %d partitions, want 4", n)
 			}
 			served("v2")
@@ -128,14 +128,14 @@ func TestSuccessManifestGatesLoad(t *testing.T) {
 			writeSuccess(t, root, "v3", `{"committer":"magic","filenames":["part-00000",`)
 			h.m.Refresh()
 			h.waitState("db", "v3", wire.StateError)
-			if r := h.m.Health()["db"]["v3"].Reason; !strings.Contains(r, "_SUCCESS") || !strings.Contains(r, "not valid JSON") {
+			if r := h.m.Views().Health()["db"]["v3"].Reason; !strings.Contains(r, "_SUCCESS") || !strings.Contains(r, "not valid JSON") {
 				t.Fatalf("v3's reason %q", r)
 			}
 			served("v2")
 			writeSuccess(t, root, "v3", "{"+strings.Repeat(" ", source.MaxSuccessSize)+"}")
 			h.m.Refresh()
 			waitFor(t, "v3 failed as too large", func() bool {
-				return strings.Contains(h.m.Health()["db"]["v3"].Reason, "more than")
+				return strings.Contains(h.m.Views().Health()["db"]["v3"].Reason, "more than")
 			})
 			served("v2")
 			manifest(t, root, "v3")
@@ -156,7 +156,7 @@ func TestEmptySuccessLoadsWhatIsThere(t *testing.T) {
 	writeSuccess(t, root, "v1", "")
 	h := start(t, root, t.TempDir(), nil)
 	h.waitState("db", "v1", wire.StateActive)
-	if n := h.m.Status("db")["db"].Versions["v1"].NumPartitions; n != 2 {
+	if n := h.m.Views().Status("db")["db"].Versions["v1"].NumPartitions; n != 2 {
 		t.Fatalf("v1 has %d partitions, want the 2 files there", n)
 	}
 }

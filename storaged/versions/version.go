@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
+	"spangle/storaged/builder"
 	"spangle/storaged/repair"
 	"spangle/storaged/table"
 )
@@ -108,7 +110,7 @@ func (v *Version) Get(dst, key []byte) ([]byte, error) {
 func (v *Version) corruptBlock(i int, p *table.Partition, err error) error {
 	if v.reports != nil && v.corrupt[i].CompareAndSwap(false, true) {
 		select {
-		case v.reports <- repair.Report{DB: v.DB, Version: v.Name, P: i, Part: p, Err: err, By: repair.FoundByLookup}:
+		case v.reports <- repair.Report{Partition: dbver.Of(v.DB, v.Name).Partition(i), Part: p, Err: err, By: repair.FoundByLookup}:
 		default:
 			v.corrupt[i].Store(false) // the manager is busy: the next lookup tells it
 		}
@@ -204,4 +206,11 @@ func (m *Manager) CurrentVersion(db string) string {
 		return d.current.Name
 	}
 	return ""
+}
+
+// openedVersion wraps the partitions a build opened in a servable
+// Version, whose lookups report corrupt blocks to reports
+// (storaged/repair).
+func openedVersion(db, name string, o builder.Opened, reports chan<- repair.Report) *Version {
+	return newVersion(db, name, o.N, o.Created, o.ContentType, o.Parts, reports)
 }

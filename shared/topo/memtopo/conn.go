@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 )
 
-// vkey names a version.
-type vkey struct{ db, version string }
-
 // pkey names a replica entry of a version.
 type pkey struct {
-	vkey
+	v    dbver.Version
 	name string
 }
 
@@ -30,8 +28,8 @@ type Conn struct {
 	seenGen  uint64 // the Server gen of the last map published
 	// What this Conn was asked to publish, re-published after faults.
 	node     *topo.Node
-	versions map[vkey]topo.VersionInfo // as given to PublishVersion, while wanted
-	pending  map[vkey]bool             // versions to create at the next sync
+	versions map[dbver.Version]topo.VersionInfo // as given to PublishVersion, while wanted
+	pending  map[dbver.Version]bool             // versions to create at the next sync
 	parts    map[pkey]struct{}
 }
 
@@ -78,7 +76,7 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	if err := topo.CheckVersionInfo(info); err != nil {
 		return topo.VersionInfo{}, fmt.Errorf("memtopo: %s/%s: %w", db, version, err)
 	}
-	k := vkey{db, version}
+	k := dbver.Of(db, version)
 	var got topo.VersionInfo
 	err := c.change(ctx, func() { c.versions[k], c.pending[k] = info, true }, func() {
 		got = c.srv.versions[db][version].info
@@ -94,7 +92,7 @@ func (c *Conn) PublishPartition(ctx context.Context, db, version string, partiti
 	if err := topo.CheckReplica(db, version, partition, addr); err != nil {
 		return fmt.Errorf("memtopo: %w", err)
 	}
-	k := pkey{vkey{db, version}, topo.ReplicaName(partition, addr)}
+	k := pkey{dbver.Of(db, version), topo.ReplicaName(partition, addr)}
 	return c.change(ctx, func() { c.parts[k] = struct{}{} }, nil)
 }
 
@@ -103,22 +101,22 @@ func (c *Conn) UnpublishPartition(ctx context.Context, db, version string, parti
 	if err := topo.CheckReplica(db, version, partition, addr); err != nil {
 		return fmt.Errorf("memtopo: %w", err)
 	}
-	k := pkey{vkey{db, version}, topo.ReplicaName(partition, addr)}
+	k := pkey{dbver.Of(db, version), topo.ReplicaName(partition, addr)}
 	return c.change(ctx, func() {
 		delete(c.parts, k)
-		c.forgetVersionLocked(k.vkey)
+		c.forgetVersionLocked(k.v)
 	}, nil)
 }
 
 // forgetVersionLocked drops the info of a version once nothing of it is
 // wanted, so that what a Conn remembers does not grow with every version
 // it ever served. The caller holds srv.mu.
-func (c *Conn) forgetVersionLocked(k vkey) {
+func (c *Conn) forgetVersionLocked(k dbver.Version) {
 	if c.pending[k] {
 		return
 	}
 	for p := range c.parts {
-		if p.vkey == k {
+		if p.v == k {
 			return
 		}
 	}

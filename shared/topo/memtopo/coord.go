@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 )
 
@@ -20,7 +21,7 @@ type coordState struct {
 	nextSeq     int64
 	election    map[string]electionEntry // by entry name n_<seq>
 	decision    topo.Decision
-	assignments map[vkey]topo.Assignment
+	assignments map[dbver.Version]topo.Assignment
 	ringSig     string // the node names Ring last saw
 	ringVersion int64  // bumped whenever ringSig changes
 	pins        map[string]topo.Pin
@@ -37,7 +38,7 @@ var _ topo.Coordination = (*Conn)(nil)
 // coordLocked returns the Server's coordination state, made on first use.
 func (s *Server) coordLocked() *coordState {
 	if s.coord == nil {
-		s.coord = &coordState{election: map[string]electionEntry{}, assignments: map[vkey]topo.Assignment{}}
+		s.coord = &coordState{election: map[string]electionEntry{}, assignments: map[dbver.Version]topo.Assignment{}}
 	}
 	return s.coord
 }
@@ -266,7 +267,7 @@ func (c *Conn) Commit(ctx context.Context, f topo.Fence, id string, as []topo.As
 	d := topo.Decision{Epoch: st.decision.Epoch + 1, RingVersion: f.Ring.Version, Leader: id, LeaderToken: f.Token, Time: time.Now().UTC()}
 	st.decision = d
 	for _, a := range as {
-		st.assignments[vkey{a.DB, a.Version}] = a
+		st.assignments[dbver.Of(a.DB, a.Version)] = a
 	}
 	return d, nil
 }
@@ -296,6 +297,6 @@ func (c *Conn) PruneVersion(ctx context.Context, db, version string) (bool, erro
 		s.gen++
 		s.refreshLocked()
 	}
-	delete(s.coordLocked().assignments, vkey{db, version})
+	delete(s.coordLocked().assignments, dbver.Of(db, version))
 	return true, nil
 }

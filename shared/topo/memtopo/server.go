@@ -3,6 +3,7 @@ package memtopo
 import (
 	"sync"
 
+	"spangle/shared/dbver"
 	"spangle/shared/topo"
 )
 
@@ -47,8 +48,8 @@ func (s *Server) Conn() *Conn {
 		srv:      s,
 		mir:      topo.NewMirror(),
 		closed:   make(chan struct{}),
-		versions: map[vkey]topo.VersionInfo{},
-		pending:  map[vkey]bool{},
+		versions: map[dbver.Version]topo.VersionInfo{},
+		pending:  map[dbver.Version]bool{},
 		parts:    map[pkey]struct{}{},
 	}
 	s.mu.Lock()
@@ -181,7 +182,7 @@ func (s *Server) syncLocked(c *Conn) {
 	// again (as a ZooKeeper parent), so that a pruned version stays gone
 	// unless someone serves it.
 	for k := range c.pending {
-		v := s.versionLocked(k.db, k.version, c.versions)
+		v := s.versionLocked(k.DB, k.Version, c.versions)
 		if v.info.NumPartitions <= 0 {
 			v.info = c.versions[k]
 			s.gen++
@@ -195,7 +196,7 @@ func (s *Server) syncLocked(c *Conn) {
 				if owner != c.session {
 					continue
 				}
-				if _, ok := c.parts[pkey{vkey{db, version}, name}]; !ok {
+				if _, ok := c.parts[pkey{dbver.Of(db, version), name}]; !ok {
 					delete(v.replicas, name)
 					s.gen++
 				}
@@ -203,7 +204,7 @@ func (s *Server) syncLocked(c *Conn) {
 		}
 	}
 	for k := range c.parts {
-		v := s.versionLocked(k.db, k.version, c.versions)
+		v := s.versionLocked(k.v.DB, k.v.Version, c.versions)
 		if owner, ok := v.replicas[k.name]; !ok || owner != c.session {
 			v.replicas[k.name] = c.session
 			s.gen++
@@ -213,7 +214,7 @@ func (s *Server) syncLocked(c *Conn) {
 
 // versionLocked returns the version entry, creating it with the info
 // infos holds for it, if any (else none, for a PublishVersion to fill).
-func (s *Server) versionLocked(db, version string, infos map[vkey]topo.VersionInfo) *versionEntry {
+func (s *Server) versionLocked(db, version string, infos map[dbver.Version]topo.VersionInfo) *versionEntry {
 	vs := s.versions[db]
 	if vs == nil {
 		vs = map[string]*versionEntry{}
@@ -221,7 +222,7 @@ func (s *Server) versionLocked(db, version string, infos map[vkey]topo.VersionIn
 	}
 	v := vs[version]
 	if v == nil {
-		v = &versionEntry{info: infos[vkey{db, version}], replicas: map[string]int64{}}
+		v = &versionEntry{info: infos[dbver.Of(db, version)], replicas: map[string]int64{}}
 		vs[version] = v
 		s.gen++
 	}
