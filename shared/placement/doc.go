@@ -12,7 +12,7 @@
 // the minimum on a join or a leave and keeps every shard under
 // ceil(1.1 × mean) copies. Held is a strategy's answer for one node.
 //
-// A storaged node decides what it holds in storaged/cluster (the
+// A storaged node decides what it holds in storaged/membership (the
 // Controller's holdings): the coordinator's assignment when one covers
 // the version, else Held under the configured strategy less what the
 // max_replication filter drops. The coordinator's leader

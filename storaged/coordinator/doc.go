@@ -21,9 +21,9 @@
 // commit; elect.go: the ELECT quorum, server side and client side;
 // prune.go; pin.go: the pins it publishes; status.go); the Follower,
 // which every node runs to carry out the assignments that concern it
-// (follow.go, with AssignedTo, which storaged/cluster reads); and what an
+// (follow.go, with AssignedTo, which storaged/membership reads); and what an
 // assignment means once published (assignment.go: which holders are
 // settled, which stay in force, what is pending). The moves from one
 // placement to the next are pure arithmetic and live in shared/placement.
-// storaged/cluster, not this package, is a node's own membership.
+// storaged/membership, not this package, is a node's own membership.
 package coordinator

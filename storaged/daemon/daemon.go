@@ -21,10 +21,10 @@ import (
 	"spangle/shared/topo"
 	"spangle/shared/wire"
 	"spangle/storaged/blockcache"
-	"spangle/storaged/cluster"
 	"spangle/storaged/config"
 	"spangle/storaged/coordinator"
 	"spangle/storaged/loader"
+	"spangle/storaged/membership"
 	"spangle/storaged/repair"
 	"spangle/storaged/server"
 	"spangle/storaged/store"
@@ -45,7 +45,7 @@ type Daemon struct {
 	Versions  *versions.Manager
 	Server    *server.Server
 	// Cluster is the cluster controller; nil in standalone mode.
-	Cluster *cluster.Controller
+	Cluster *membership.Controller
 
 	coord *coordinator.Coordinator // nil in standalone mode
 	log   *zap.Logger
@@ -127,7 +127,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	node := topo.Node{ID: id, ShardID: shardID, Addr: advertised, Started: time.Now().UTC()}
 	mode := "standalone"
 	var (
-		ctl   *cluster.Controller
+		ctl   *membership.Controller
 		coord *coordinator.Coordinator
 		co    topo.Coordination
 	)
@@ -142,7 +142,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		if coord, co, err = newCoordinator(cfg, conn, node, src, peers, reg, log); err != nil {
 			return nil, err
 		}
-		copts := cluster.Options{
+		copts := membership.Options{
 			Conn: conn, Node: node, Replication: s.Replication, MinReplication: s.MinReplication,
 			MaxReplication: s.MaxReplication, TimeToConverge: s.TimeToConverge, Log: log.Named("cluster"),
 		}
@@ -153,7 +153,7 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		if copts.Strategy, err = placement.ByName(s.Assignment); err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
-		ctl, err = cluster.New(copts)
+		ctl, err = membership.New(copts)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}

@@ -13,7 +13,7 @@
 // Nothing of it survives a restart. A node that restarts after its db
 // was removed holds nothing of it, and its entries went with its old
 // session; the nodes that stayed up keep trying until the db's entries
-// are gone (see storaged/cluster's dbRemoved).
+// are gone (see storaged/membership's dbRemoved).
 //
 // Concurrency: a Tracker is safe for concurrent use. The version manager
 // calls it while holding its own lock (lock order: the manager's lock,

@@ -1,4 +1,4 @@
-// Package cluster makes a storaged one member of a cluster: it registers
+// Package membership makes a storaged one member of a cluster: it registers
 // the node in the coordination service, decides which partitions of each
 // version the node holds (once the node list has been stable for a
 // while), publishes each partition once it is servable, and switches
@@ -20,4 +20,4 @@
 // and, in unit tests, the in-memory backend. Nothing here is on the
 // request path: requests read the manager's snapshot, never the
 // coordination service.
-package cluster
+package membership
