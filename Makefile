@@ -55,7 +55,7 @@ bench-scale: build
 	$(GO) run ./bench/cmd/spanglescale -keys '$(SCALE_KEYS)' -dbs '$(SCALE_DBS)' -out $(SCALE_OUT) $(SCALE_FLAGS)
 
 e2e: build
-	$(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e
+	$(GO) test -tags e2e -count=1 -timeout 20m -v ./e2e
 
 clean:
 	rm -rf $(BIN) .run
