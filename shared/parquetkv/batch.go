@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"spangle/shared/wire"
 )
 
 // batchCols are the arrays of one decoded batch that a record is made of.
@@ -46,7 +48,7 @@ func (p *plan) bind(b arrow.RecordBatch, group, n int) (batchCols, error) {
 		return c, nil
 	}
 	for _, f := range p.fields {
-		jf := jsonField{name: append(appendJSONString(nil, f.name), ':'), int96: f.int96}
+		jf := jsonField{name: append(wire.AppendJSONString(nil, f.name), ':'), int96: f.int96}
 		if f.int96 != nil {
 			if err := f.int96.read(n); err != nil {
 				return c, fmt.Errorf("column %s: %w", f.name, err)

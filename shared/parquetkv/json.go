@@ -5,10 +5,11 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"spangle/shared/wire"
 )
 
 // appendValue appends row i of a as JSON, typed as a user would expect:
@@ -50,9 +51,9 @@ func appendValue(dst []byte, a arrow.Array, i int) []byte {
 	case *array.Float64:
 		return appendFloat(dst, a.Value(i), 64)
 	case *array.String:
-		return appendJSONString(dst, a.Value(i))
+		return wire.AppendJSONString(dst, a.Value(i))
 	case *array.LargeString:
-		return appendJSONString(dst, a.Value(i))
+		return wire.AppendJSONString(dst, a.Value(i))
 	case *array.Binary:
 		return appendBase64(dst, a.Value(i))
 	case *array.LargeBinary:
@@ -74,10 +75,10 @@ func appendValue(dst []byte, a arrow.Array, i int) []byte {
 		return appendTime(dst, a.Value(i).ToTime(unit), "15:04:05.999999999")
 	case *array.Decimal128:
 		scale := a.DataType().(*arrow.Decimal128Type).Scale
-		return appendJSONString(dst, a.Value(i).ToString(scale))
+		return wire.AppendJSONString(dst, a.Value(i).ToString(scale))
 	case *array.Decimal256:
 		scale := a.DataType().(*arrow.Decimal256Type).Scale
-		return appendJSONString(dst, a.Value(i).ToString(scale))
+		return wire.AppendJSONString(dst, a.Value(i).ToString(scale))
 	case *array.Map:
 		return appendMap(dst, a, i)
 	case array.ListLike:
@@ -98,7 +99,7 @@ func appendValue(dst []byte, a arrow.Array, i int) []byte {
 			if k > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, st.Field(k).Name)
+			dst = wire.AppendJSONString(dst, st.Field(k).Name)
 			dst = append(dst, ':')
 			dst = appendValue(dst, a.Field(k), i)
 		}
@@ -106,7 +107,7 @@ func appendValue(dst []byte, a arrow.Array, i int) []byte {
 	case *array.Dictionary:
 		return appendValue(dst, a.Dictionary(), a.GetValueIndex(i))
 	default:
-		return appendJSONString(dst, a.ValueStr(i))
+		return wire.AppendJSONString(dst, a.ValueStr(i))
 	}
 }
 
@@ -124,7 +125,7 @@ func appendMap(dst []byte, a *array.Map, i int) []byte {
 			dst = append(dst, kbuf...)
 		} else {
 			// A number, bool or nested key becomes its text.
-			dst = appendJSONString(dst, string(kbuf))
+			dst = wire.AppendJSONString(dst, string(kbuf))
 		}
 		dst = append(dst, ':')
 		dst = appendValue(dst, items, j)
@@ -153,50 +154,5 @@ func appendTime(dst []byte, t time.Time, layout string) []byte {
 func appendBase64(dst, b []byte) []byte {
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, b)
-	return append(dst, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }

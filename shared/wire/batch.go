@@ -197,7 +197,7 @@ func (a *BatchAnswer) Encode() ([]byte, error) {
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"version":`...)
-	b = appendJSONString(b, a.Version)
+	b = AppendJSONString(b, a.Version)
 	b = append(b, `,"found":{`...)
 	first := true
 	for k, v := range a.Found {
@@ -205,7 +205,7 @@ func (a *BatchAnswer) Encode() ([]byte, error) {
 			b = append(b, ',')
 		}
 		first = false
-		b = append(appendJSONString(b, k), ':', '"')
+		b = append(AppendJSONString(b, k), ':', '"')
 		b = append(base64.StdEncoding.AppendEncode(b, v), '"')
 	}
 	b = append(b, `},"missing":[`...)
@@ -213,7 +213,7 @@ func (a *BatchAnswer) Encode() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = AppendJSONString(b, k)
 	}
 	b = append(b, `],"failed":{`...)
 	first = true
@@ -222,18 +222,18 @@ func (a *BatchAnswer) Encode() ([]byte, error) {
 			b = append(b, ',')
 		}
 		first = false
-		b = append(appendJSONString(b, k), ':')
-		b = appendJSONString(b, r)
+		b = append(AppendJSONString(b, k), ':')
+		b = AppendJSONString(b, r)
 	}
 	return append(b, "}}\n"...), nil
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string: quotes, backslashes and
+// AppendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, invalid UTF-8 replaced by U+FFFD (as
 // encoding/json does; a key's bytes always travel escaped, as %XX).
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
