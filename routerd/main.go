@@ -5,9 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,7 +14,6 @@ import (
 
 	"spangle/routerd/config"
 	"spangle/routerd/daemon"
-	"spangle/shared/buildinfo"
 	"spangle/shared/cliflags"
 	"spangle/shared/gcpace"
 	"spangle/shared/logging"
@@ -25,25 +21,8 @@ import (
 
 func main() {
 	cfg, err := config.Parse(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if errors.Is(err, cliflags.ErrVersion) {
-		fmt.Println("routerd", buildinfo.Get())
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "routerd:", err)
-		os.Exit(2)
-	}
-	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "routerd:", err)
-		if errors.Is(err, logging.ErrBadLevel) || errors.Is(err, logging.ErrBadFormat) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	cliflags.ExitOnParseError("routerd", err)
+	log := logging.NewForCommand("routerd", cfg.LogLevel, cfg.LogFormat)
 	defer log.Sync()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -5,9 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"spangle/shared/buildinfo"
 	"spangle/shared/cliflags"
 	"spangle/shared/gcpace"
 	"spangle/shared/logging"
@@ -32,25 +28,8 @@ const gcFloor = 25
 
 func main() {
 	cfg, err := config.Parse(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if errors.Is(err, cliflags.ErrVersion) {
-		fmt.Println("storaged", buildinfo.Get())
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "storaged:", err)
-		os.Exit(2)
-	}
-	log, err := logging.New(cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "storaged:", err)
-		if errors.Is(err, logging.ErrBadLevel) || errors.Is(err, logging.ErrBadFormat) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	cliflags.ExitOnParseError("storaged", err)
+	log := logging.NewForCommand("storaged", cfg.LogLevel, cfg.LogFormat)
 	defer log.Sync()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -331,9 +331,7 @@ func (l listFlag) Set(s string) error {
 }
 
 // bind registers every flag on fs, writing into c.
-func bind(fs *flag.FlagSet, c *Config, configPath *string, version *bool) {
-	fs.StringVar(configPath, "config", "", "TOML file with the same keys as the flags ('_' for '-'; [zk] and [sharding] as storaged's); flags win")
-	fs.BoolVar(version, "version", false, "print the version, commit and Go release, and exit")
+func bind(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Debug.Bind, "debug-bind", c.Debug.Bind, "serve /debug/pprof/ and /debug/vars on this address; never the app-facing one (debug.bind)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json, or console for a terminal (log_format)")
 	fs.StringVar(&c.Bind, "bind", c.Bind, "app-facing HTTP address")
@@ -364,33 +362,17 @@ func bind(fs *flag.FlagSet, c *Config, configPath *string, version *bool) {
 // Usage errors go to out.
 func Parse(args []string, out io.Writer) (Config, error) {
 	c := Default()
-	var path string
-	var version bool
-	fs := flag.NewFlagSet("routerd", flag.ContinueOnError)
-	fs.SetOutput(out)
-	bind(fs, &c, &path, &version)
-	cliflags.SetUsage(fs, "Usage: routerd [flags]; the --config file takes the same keys (docs/configuration.md).")
-	if err := fs.Parse(args); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	if version {
-		return Config{}, cliflags.ErrVersion
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("config: unexpected arguments %q", fs.Args())
-	}
-	if path != "" {
-		c = Default()
-		if err := Load(path, &c); err != nil {
-			return Config{}, err
-		}
-		// The flags given win over the file: parse them again over it.
-		fs2 := flag.NewFlagSet("routerd", flag.ContinueOnError)
-		fs2.SetOutput(io.Discard)
-		bind(fs2, &c, &path, &version)
-		if err := fs2.Parse(args); err != nil {
-			return Config{}, fmt.Errorf("config: %w", err)
-		}
+	err := cliflags.Parse(args, out, cliflags.Command{
+		Name:  "routerd",
+		Usage: "Usage: routerd [flags]; the --config file takes the same keys ('_' for '-'; [zk] and [sharding] as storaged's; docs/configuration.md).",
+		Bind:  func(fs *flag.FlagSet) { bind(fs, &c) },
+		Load: func(path string) error {
+			c = Default()
+			return Load(path, &c)
+		},
+	})
+	if err != nil {
+		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err

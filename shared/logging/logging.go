@@ -3,6 +3,7 @@ package logging
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -51,4 +52,20 @@ func build(level, format string, paths []string) (*zap.Logger, error) {
 		return nil, fmt.Errorf("logging: building the logger: %w", err)
 	}
 	return log, nil
+}
+
+// NewForCommand is New for a command's main: on error it prints the
+// command's name and the error and exits, 2 for a bad level or format
+// (a usage error, as a bad flag is) and 1 for anything else.
+func NewForCommand(name, level, format string) *zap.Logger {
+	log, err := New(level, format)
+	if err == nil {
+		return log
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	if errors.Is(err, ErrBadLevel) || errors.Is(err, ErrBadFormat) {
+		os.Exit(2)
+	}
+	os.Exit(1)
+	return nil
 }

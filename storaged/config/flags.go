@@ -34,9 +34,7 @@ func (z zkFlag) Set(s string) error {
 
 // bind registers every flag on fs, writing into c; each flag's default
 // is c's value, so that the usage text shows the real defaults.
-func bind(fs *flag.FlagSet, c *Config, path *string, version *bool) {
-	fs.StringVar(path, "config", "", "TOML config file (sequins' keys); flags win over it")
-	fs.BoolVar(version, "version", false, "print the version, commit and Go release, and exit")
+func bind(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Source, "source", c.Source, "source root, required: a path, file:// URI or s3://bucket/prefix (source)")
 	fs.StringVar(&c.LocalStore, "local-store", c.LocalStore, "directory for loaded versions (local_store)")
 	fs.StringVar(&c.Bind, "bind", c.Bind, "HTTP listen address (bind)")
@@ -70,41 +68,26 @@ func bind(fs *flag.FlagSet, c *Config, path *string, version *bool) {
 // --help gives flag.ErrHelp, --version cliflags.ErrVersion.
 func Parse(args []string, out io.Writer) (Config, error) {
 	c := Default()
-	var path string
-	var version bool
-	fs := flag.NewFlagSet("storaged", flag.ContinueOnError)
-	fs.SetOutput(out)
-	bind(fs, &c, &path, &version)
-	cliflags.SetUsage(fs, "Usage: storaged [flags]; every flag has a key of the --config file, named in parentheses (docs/configuration.md).",
-		"test-delay") // tests only
-	if err := fs.Parse(args); err != nil {
+	err := cliflags.Parse(args, out, cliflags.Command{
+		Name:   "storaged",
+		Usage:  "Usage: storaged [flags]; every flag has a key of the --config file (sequins' keys), named in parentheses (docs/configuration.md).",
+		Hidden: []string{"test-delay"}, // tests only
+		Bind:   func(fs *flag.FlagSet) { bind(fs, &c) },
+		Check:  negativeDurations,
+		Load: func(path string) error {
+			c = Default()
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("config: %w", err)
+			}
+			if err := Decode(string(b), &c); err != nil {
+				return fmt.Errorf("%w (in %s)", err, path)
+			}
+			return nil
+		},
+	})
+	if err != nil {
 		return Config{}, err
-	}
-	if version {
-		return Config{}, cliflags.ErrVersion
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("config: unexpected arguments %q", fs.Args())
-	}
-	if err := negativeDurations(fs); err != nil {
-		return Config{}, err
-	}
-	if path != "" {
-		c = Default()
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return Config{}, fmt.Errorf("config: %w", err)
-		}
-		if err := Decode(string(b), &c); err != nil {
-			return Config{}, fmt.Errorf("%w (in %s)", err, path)
-		}
-		// The flags given win over the file: parse them again over it.
-		fs2 := flag.NewFlagSet("storaged", flag.ContinueOnError)
-		fs2.SetOutput(io.Discard)
-		bind(fs2, &c, &path, &version)
-		if err := fs2.Parse(args); err != nil {
-			return Config{}, fmt.Errorf("config: %w", err)
-		}
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
