@@ -25,6 +25,7 @@ func newBodyBatcher(t *testing.T, timeout time.Duration, budget, maxBytes int64)
 	}
 	return bodytest.Batcher{Handler: s, DB: "db", Key: "key-1", Metrics: "spangle_routerd"}
 }
+
 // A batch body that does not arrive within batch_read_timeout is
 // answered 408 and its connection let go.
 func TestBatchBodyReadDeadline(t *testing.T) {

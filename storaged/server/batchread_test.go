@@ -97,4 +97,3 @@ func TestHealthzOmitsDBWithoutVersions(t *testing.T) {
 		t.Fatalf("healthz %d %s", rec.Code, rec.Body)
 	}
 }
-
