@@ -16,12 +16,12 @@ import (
 	"spangle/storaged/table"
 )
 
-// Fill writes partition p of db/version into dir, emptied first: a copy
+// Fill writes partition p into dir, emptied first: a copy
 // by fill (from a peer), checked block by block, since the peer's disk
 // may have rotted too; else, when fill is nil or fails, a build from the
 // source, synced. It returns where the partition came from,
 // repair.FromPeer or repair.FromSource.
-func (b *Builder) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
+func (b *Builder) Fill(ctx context.Context, p dbver.Partition, files []source.File, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("versions: %w", err)
 	}
@@ -33,23 +33,23 @@ func (b *Builder) Fill(ctx context.Context, db, version string, files []source.F
 				return repair.FromPeer, nil
 			}
 		}
-		b.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", db),
-			zap.String("version", version), zap.Int("partition", p), zap.Error(err))
+		b.log.Info("no good copy of the partition from a peer; building it from the source", zap.String("db", p.DB),
+			zap.String("version", p.Version), zap.Int("partition", p.P), zap.Error(err))
 		if err := os.RemoveAll(dir); err != nil {
 			return "", fmt.Errorf("versions: %w", err)
 		}
 	}
 	res, err := loader.Load(ctx, loader.Request{
-		Source: b.opts.Source, DB: db, Version: version, Files: files, Held: []int{p},
+		Source: b.opts.Source, DB: p.DB, Version: p.Version, Files: files, Held: []int{p.P},
 		Dir: func(int) string { return dir },
-	}, b.LoaderOptions(db))
+	}, b.LoaderOptions(p.DB))
 	if err == nil {
 		// The manifest will list it: on disk first.
 		err = res.Sync()
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("versions: building partition %d of %s/%s: %w", p, db, version, err)
+		return "", fmt.Errorf("versions: building partition %s: %w", p, err)
 	}
 	b.records.Add(float64(res.Records))
 	b.partitions.WithLabelValues(repair.FromSource).Inc()

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"spangle/shared/dbver"
 	"spangle/shared/placement"
 	"spangle/shared/topo"
 )
@@ -72,12 +73,12 @@ func TestCountFiltersOlderRings(t *testing.T) {
 }
 
 func TestParseElectPath(t *testing.T) {
-	db, v, p, err := ParseElectPath("/_elect/db1/v2/17")
-	if err != nil || db != "db1" || v != "v2" || p != 17 {
-		t.Fatalf("= %q %q %d %v", db, v, p, err)
+	k, err := ParseElectPath("/_elect/db1/v2/17")
+	if err != nil || k != (dbver.Partition{DB: "db1", Version: "v2", P: 17}) {
+		t.Fatalf("= %+v %v", k, err)
 	}
 	for _, bad := range []string{"/_elect/db/v", "/_elect/db/v/-1", "/_elect//v/1", "/x/db/v/1", "/_elect/db/v/1/2"} {
-		if _, _, _, err := ParseElectPath(bad); err == nil {
+		if _, err := ParseElectPath(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}

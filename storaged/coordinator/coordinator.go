@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/placement"
 	"spangle/shared/source"
 	"spangle/shared/topo"
@@ -71,7 +72,7 @@ type Options struct {
 	Scheme string
 	// PartitionState returns this node's state of a partition for ELECT
 	// answers; default from the map: PUBLISHED or NOTFOUND.
-	PartitionState func(db, version string, partition int) string
+	PartitionState func(p dbver.Partition) string
 	// Source is the source root, whose _PIN markers the leader reads
 	// and publishes as pins/<db>; nil publishes none.
 	Source source.Source
@@ -185,8 +186,8 @@ func New(opts Options) (*Coordinator, error) {
 
 // mapState is the default PartitionState: whether this node publishes
 // the partition.
-func (c *Coordinator) mapState(db, version string, p int) string {
-	for _, addr := range c.opts.Conn.Map().Replicas(db, version, p) {
+func (c *Coordinator) mapState(p dbver.Partition) string {
+	for _, addr := range c.opts.Conn.Map().Replicas(p.DB, p.Version, p.P) {
 		if addr == c.opts.Self.Addr {
 			return StatePublished
 		}

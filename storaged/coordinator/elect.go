@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"spangle/shared/dbver"
 )
 
 // ElectPrefix starts the path of the ELECT endpoint:
@@ -96,17 +98,17 @@ func Count(votes []Vote, leaderToken string, ringVersion int64, need int) error 
 }
 
 // ParseElectPath splits /_elect/<db>/<version>/<partition>.
-func ParseElectPath(p string) (db, version string, partition int, err error) {
+func ParseElectPath(p string) (dbver.Partition, error) {
 	rest, ok := strings.CutPrefix(p, ElectPrefix)
 	parts := strings.Split(rest, "/")
 	if !ok || len(parts) != 3 || parts[0] == "" || parts[1] == "" {
-		return "", "", 0, fmt.Errorf("coordinator: ELECT path %q is not %s<db>/<version>/<partition>", p, ElectPrefix)
+		return dbver.Partition{}, fmt.Errorf("coordinator: ELECT path %q is not %s<db>/<version>/<partition>", p, ElectPrefix)
 	}
-	partition, err = strconv.Atoi(parts[2])
+	partition, err := strconv.Atoi(parts[2])
 	if err != nil || partition < 0 {
-		return "", "", 0, fmt.Errorf("coordinator: ELECT path %q has a bad partition", p)
+		return dbver.Partition{}, fmt.Errorf("coordinator: ELECT path %q has a bad partition", p)
 	}
-	return parts[0], parts[1], partition, nil
+	return dbver.Of(parts[0], parts[1]).Partition(partition), nil
 }
 
 // ServeHTTP answers GET /_elect/<db>/<version>/<partition> with this
@@ -118,12 +120,12 @@ func (c *Coordinator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	db, version, p, err := ParseElectPath(r.URL.Path)
+	k, err := ParseElectPath(r.URL.Path)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	v, err := c.Vote(r.Context(), db, version, p)
+	v, err := c.Vote(r.Context(), k)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
@@ -134,7 +136,7 @@ func (c *Coordinator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // ask gathers the votes of addrs on one partition, in parallel. Nodes
 // that do not answer are left out (they count against the quorum).
-func (c *Coordinator) ask(ctx context.Context, addrs []string, db, version string, p int) []Vote {
+func (c *Coordinator) ask(ctx context.Context, addrs []string, k dbver.Partition) []Vote {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ElectTimeout)
 	defer cancel()
 	var (
@@ -146,7 +148,7 @@ func (c *Coordinator) ask(ctx context.Context, addrs []string, db, version strin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := c.askOne(ctx, addr, db, version, p)
+			v, err := c.askOne(ctx, addr, k)
 			if err != nil {
 				c.log.Debug("ELECT unanswered")
 				return
@@ -160,11 +162,11 @@ func (c *Coordinator) ask(ctx context.Context, addrs []string, db, version strin
 	return votes
 }
 
-func (c *Coordinator) askOne(ctx context.Context, addr, db, version string, p int) (Vote, error) {
+func (c *Coordinator) askOne(ctx context.Context, addr string, k dbver.Partition) (Vote, error) {
 	if addr == c.opts.Self.Addr {
-		return c.Vote(ctx, db, version, p)
+		return c.Vote(ctx, k)
 	}
-	u := url.URL{Scheme: c.opts.Scheme, Host: addr, Path: ElectPrefix + db + "/" + version + "/" + strconv.Itoa(p)}
+	u := url.URL{Scheme: c.opts.Scheme, Host: addr, Path: ElectPrefix + k.String()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Vote{}, fmt.Errorf("coordinator: %w", err)

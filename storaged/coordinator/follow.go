@@ -126,7 +126,7 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 		k := dbver.Of(a.DB, a.Version).Partition(p)
 		switch {
 		case should && !has:
-			f.startFetch(ctx, wg, k, peersOf(m, a.DB, a.Version, p, self.Addr))
+			f.startFetch(ctx, wg, k, peersOf(m, k, self.Addr))
 		case should && has && !slices.Contains(m.Replicas(a.DB, a.Version, p), self.Addr):
 			if err := f.opts.Conn.PublishPartition(ctx, a.DB, a.Version, p, self.Addr); err != nil {
 				f.log.Debug("publishing a held partition", zap.Error(err))
@@ -145,9 +145,9 @@ func (f *Follower) follow(ctx context.Context, wg *sync.WaitGroup, a topo.Assign
 	}
 }
 
-func peersOf(m *topo.Map, db, version string, p int, self string) []string {
+func peersOf(m *topo.Map, k dbver.Partition, self string) []string {
 	var peers []string
-	for _, addr := range m.Replicas(db, version, p) {
+	for _, addr := range m.Replicas(k.DB, k.Version, k.P) {
 		if addr != self {
 			peers = append(peers, addr)
 		}

@@ -98,7 +98,7 @@ func (c *Coordinator) round(ctx context.Context, l topo.Leadership, st *leaderSt
 	addrs := ring.Addrs()
 	need := c.opts.Quorum.Need(len(addrs))
 	for _, ch := range changes {
-		votes := c.ask(ctx, addrs, ch.next.DB, ch.next.Version, ch.first)
+		votes := c.ask(ctx, addrs, dbver.Of(ch.next.DB, ch.next.Version).Partition(ch.first))
 		if err := Count(votes, l.Token(), ring.Version, need); err != nil {
 			return fmt.Errorf("coordinator: %s/%s: %w", ch.next.DB, ch.next.Version, err)
 		}

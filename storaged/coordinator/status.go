@@ -160,7 +160,8 @@ func (c *Coordinator) refresh(ctx context.Context) {
 // the shard id first in the partition's holders (the assignment's, or
 // the plain placement's over the ring), the ring version, and its own
 // state of the partition.
-func (c *Coordinator) Vote(ctx context.Context, db, version string, p int) (Vote, error) {
+func (c *Coordinator) Vote(ctx context.Context, k dbver.Partition) (Vote, error) {
+	db, version, p := k.DB, k.Version, k.P
 	id, token, err := c.opts.Coord.Leader(ctx)
 	if err != nil {
 		return Vote{}, err
@@ -174,7 +175,7 @@ func (c *Coordinator) Vote(ctx context.Context, db, version string, p int) (Vote
 		return Vote{}, err
 	}
 	v := Vote{Node: c.opts.Self.Addr, Leader: id, LeaderToken: token, Partition: p, RingVersion: ring.Version,
-		State: c.opts.PartitionState(db, version, p)}
+		State: c.opts.PartitionState(k)}
 	if a, ok := assignmentFor(as, db, version); ok && p < len(a.Replicas) && len(a.Replicas[p]) > 0 {
 		v.Index0 = a.Replicas[p][0]
 	} else if mv := c.opts.Conn.Map().Version(db, version); mv != nil && p < mv.NumPartitions {

@@ -36,7 +36,7 @@ type peerClient struct {
 func (h *holder) Held(db, version string) []int { return h.mgr.Views().HeldPartitions(db, version) }
 
 func (h *holder) Fetch(ctx context.Context, p dbver.Partition, peers []string) error {
-	err := h.mgr.Replicas().Add(ctx, p.DB, p.Version, p.P, func(ctx context.Context, dir string) error {
+	err := h.mgr.Replicas().Add(ctx, p, func(ctx context.Context, dir string) error {
 		return copyFromPeers(ctx, h.client, h.log, peers, p, dir)
 	})
 	if errors.Is(err, replica.ErrNotServed) {
@@ -82,5 +82,5 @@ func peerCopier(conn topo.Conn, self string, client peerClient, log *zap.Logger)
 }
 
 func (h *holder) Drop(ctx context.Context, p dbver.Partition) error {
-	return h.mgr.Replicas().Drop(ctx, p.DB, p.Version, p.P)
+	return h.mgr.Replicas().Drop(ctx, p)
 }

@@ -275,14 +275,14 @@ func (r *Repairer) forgetLocked(k dbver.Partition, b *bad) {
 	r.metrics.repairing.Dec()
 }
 
-// Forget drops what is known of db/version's bad partitions: the version
-// was removed, or its whole copy replaced. A rebuild under way finds its
+// Forget drops what is known of v's bad partitions: the version was
+// removed, or its whole copy replaced. A rebuild under way finds its
 // partition stale and stops.
-func (r *Repairer) Forget(db, version string) {
+func (r *Repairer) Forget(v dbver.Version) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, b := range r.bad {
-		if k.Of() == dbver.Of(db, version) {
+		if k.Of() == v {
 			r.forgetLocked(k, b)
 		}
 	}
@@ -296,14 +296,14 @@ func (r *Repairer) Bad(p dbver.Partition) bool {
 	return r.bad[p] != nil
 }
 
-// Corrupt returns the bad partitions of db/version, ascending, and a
-// reason saying what was found; nil and "" when there are none.
-func (r *Repairer) Corrupt(db, version string) ([]int, string) {
+// Corrupt returns the bad partitions of v, ascending, and a reason
+// saying what was found; nil and "" when there are none.
+func (r *Repairer) Corrupt(v dbver.Version) ([]int, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ps []int
 	for k := range r.bad {
-		if k.Of() == dbver.Of(db, version) {
+		if k.Of() == v {
 			ps = append(ps, k.P)
 		}
 	}
@@ -313,7 +313,7 @@ func (r *Repairer) Corrupt(db, version string) ([]int, string) {
 	sort.Ints(ps)
 	var why []string
 	for _, p := range ps {
-		b := r.bad[dbver.Of(db, version).Partition(p)]
+		b := r.bad[v.Partition(p)]
 		why = append(why, "partition "+strconv.Itoa(p)+" corrupt (found by "+b.by+"): "+b.reason)
 	}
 	return slices.Clip(ps), strings.Join(why, "; ") + "; rebuilding"
@@ -322,9 +322,9 @@ func (r *Repairer) Corrupt(db, version string) ([]int, string) {
 // Reused is called once a version reused from the local store serves
 // partitions held: it deletes what an interrupted rebuild left beside
 // them. Scrub then checks them.
-func (r *Repairer) Reused(db, version string, held []int) {
+func (r *Repairer) Reused(v dbver.Version, held []int) {
 	for _, p := range held {
-		dir := r.opts.Store.PartitionDir(dbver.Of(db, version).Partition(p))
+		dir := r.opts.Store.PartitionDir(v.Partition(p))
 		os.RemoveAll(dir + ".new")
 		os.RemoveAll(dir + ".bad")
 	}
@@ -333,17 +333,17 @@ func (r *Repairer) Reused(db, version string, held []int) {
 // Scrub reads the partitions held of a version reused from the local
 // store back (storaged/scrub) and reports each corrupt one for a rebuild;
 // it returns when done, at once when the scrub is off, or when ctx ends.
-func (r *Repairer) Scrub(ctx context.Context, db, version string, held []int) {
+func (r *Repairer) Scrub(ctx context.Context, v dbver.Version, held []int) {
 	r.scrub.Scrub(ctx, scrub.Target{
-		DB: db, Version: version, Held: held,
-		Dir: func(p int) string { return r.opts.Store.PartitionDir(dbver.Of(db, version).Partition(p)) },
+		DB: v.DB, Version: v.Version, Held: held,
+		Dir: func(p int) string { return r.opts.Store.PartitionDir(v.Partition(p)) },
 		Serving: func(p int) *table.Partition {
-			part, _ := r.host.Serving(dbver.Of(db, version).Partition(p))
+			part, _ := r.host.Serving(v.Partition(p))
 			return part
 		},
 		Corrupt: func(ctx context.Context, p int, part *table.Partition, err error) error {
 			select {
-			case r.reports <- Report{Partition: dbver.Of(db, version).Partition(p), Part: part, Err: err, By: FoundByScrub}:
+			case r.reports <- Report{Partition: v.Partition(p), Part: part, Err: err, By: FoundByScrub}:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()

@@ -34,24 +34,24 @@ type Served struct {
 
 // Host is what a Set needs of the version manager.
 type Host interface {
-	// Served returns db/version as the node serves it, with partition p
-	// (which may be out of range: Part nil); ok false when it serves no
-	// such version.
-	Served(db, version string, p int) (s Served, ok bool)
-	// Fill writes partition p of db/version into dir, emptied first:
+	// Served returns p's version as the node serves it, with partition
+	// p.P (which may be out of range: Part nil); ok false when it serves
+	// no such version.
+	Served(p dbver.Partition) (s Served, ok bool)
+	// Fill writes partition p into dir, emptied first:
 	// a copy by fill (from a peer), checked block by block, else, when
 	// fill is nil or fails, a build from files. It returns where the
 	// partition came from, repair.FromPeer or repair.FromSource.
-	Fill(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error)
+	Fill(ctx context.Context, p dbver.Partition, files []source.File, dir string, fill func(ctx context.Context, dir string) error) (string, error)
 	// Swap makes part serve partition p of the copy token names in place
 	// of old (nil: not held; part nil: no longer held), with one snapshot
 	// swap, and records the partitions held in the local manifest.
 	// served is false when that copy no longer serves; swapped false when
 	// partition p is no longer old. Nothing changes unless both are true.
 	Swap(token any, p int, old, part *table.Partition) (served, swapped bool)
-	// Ready announces partition p of db/version (n partitions) as
+	// Ready announces partition p (of a version of n partitions) as
 	// servable (the manager's Hooks.PartitionReady).
-	Ready(db, version string, p, n int)
+	Ready(p dbver.Partition, n int)
 }
 
 // Set adds and drops the partitions of served versions. It is safe for
@@ -77,18 +77,18 @@ func New(host Host, st *store.Store, cache table.CacheOptions, log *zap.Logger) 
 // directory (a copy from a peer); if it is nil or fails, the partition is
 // built from the source. The partition is then served beside the others
 // and announced through Host.Ready. Errors: ErrNotServed.
-func (s *Set) Add(ctx context.Context, db, version string, p int, fill func(ctx context.Context, dir string) error) error {
-	sv, ok := s.host.Served(db, version, p)
+func (s *Set) Add(ctx context.Context, p dbver.Partition, fill func(ctx context.Context, dir string) error) error {
+	sv, ok := s.host.Served(p)
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: %s/%s", ErrNotServed, db, version)
-	case p < 0 || p >= sv.N:
-		return fmt.Errorf("replica: %s/%s has no partition %d", db, version, p)
+		return fmt.Errorf("%w: %s", ErrNotServed, p.Of())
+	case p.P < 0 || p.P >= sv.N:
+		return fmt.Errorf("replica: %s has no partition %d", p.Of(), p.P)
 	case sv.Part != nil:
 		return nil
 	}
-	dir := s.store.PartitionDir(dbver.Of(db, version).Partition(p))
-	from, err := s.host.Fill(ctx, db, version, sv.Files, p, dir, fill)
+	dir := s.store.PartitionDir(p)
+	from, err := s.host.Fill(ctx, p, sv.Files, dir, fill)
 	if err != nil {
 		return err
 	}
@@ -97,31 +97,31 @@ func (s *Set) Add(ctx context.Context, db, version string, p int, fill func(ctx 
 		os.RemoveAll(dir)
 		return fmt.Errorf("replica: %w", err)
 	}
-	served, swapped := s.host.Swap(sv.Token, p, nil, part)
+	served, swapped := s.host.Swap(sv.Token, p.P, nil, part)
 	switch {
 	case !served:
 		part.Close()
-		return fmt.Errorf("%w: %s/%s went while partition %d was fetched", ErrNotServed, db, version, p)
+		return fmt.Errorf("%w: %s went while partition %d was fetched", ErrNotServed, p.Of(), p.P)
 	case !swapped: // added meanwhile
 		part.Close()
 		return nil
 	}
-	s.log.Info("partition added", zap.String("db", db), zap.String("version", version), zap.Int("partition", p), zap.String("from", from))
-	s.host.Ready(db, version, p, sv.N)
+	s.log.Info("partition added", zap.String("db", p.DB), zap.String("version", p.Version), zap.Int("partition", p.P), zap.String("from", from))
+	s.host.Ready(p, sv.N)
 	return nil
 }
 
-// Drop stops serving partition p of db/version, which the coordinator
+// Drop stops serving partition p, which the coordinator
 // gave to other nodes. Requests already under way finish: the partition
 // is closed and deleted repair.DropGrace later.
-func (s *Set) Drop(_ context.Context, db, version string, p int) error {
+func (s *Set) Drop(_ context.Context, p dbver.Partition) error {
 	var sv Served
 	for {
 		var ok bool
-		if sv, ok = s.host.Served(db, version, p); !ok || sv.Part == nil {
+		if sv, ok = s.host.Served(p); !ok || sv.Part == nil {
 			return nil
 		}
-		served, swapped := s.host.Swap(sv.Token, p, sv.Part, nil)
+		served, swapped := s.host.Swap(sv.Token, p.P, sv.Part, nil)
 		if swapped {
 			break
 		}
@@ -130,12 +130,12 @@ func (s *Set) Drop(_ context.Context, db, version string, p int) error {
 		}
 		// A rebuilt copy was swapped in meanwhile: drop that one.
 	}
-	dir := s.store.PartitionDir(dbver.Of(db, version).Partition(p))
+	dir := s.store.PartitionDir(p)
 	part := sv.Part
 	time.AfterFunc(repair.DropGrace, func() {
 		part.Close()
 		os.RemoveAll(dir)
 	})
-	s.log.Info("partition dropped", zap.String("db", db), zap.String("version", version), zap.Int("partition", p))
+	s.log.Info("partition dropped", zap.String("db", p.DB), zap.String("version", p.Version), zap.Int("partition", p.P))
 	return nil
 }

@@ -236,7 +236,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		}
 		m.mu.Lock()
 		m.forgetLocked(db, d, vs)
-		m.rep.Forget(db, vs.name)
+		m.rep.Forget(dbver.Of(db, vs.name))
 		m.reload.Forget(dbver.Of(db, vs.name))
 		if d.gone && len(d.versions) == 0 && m.dbs[db] == d {
 			delete(m.dbs, db)

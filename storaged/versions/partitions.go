@@ -69,7 +69,7 @@ func (h partitionHost) Fill(ctx context.Context, p dbver.Partition, files []sour
 	if cp := h.m.opts.Hooks.CopyPartition; cp != nil {
 		fill = func(ctx context.Context, dir string) error { return cp(ctx, p, dir) }
 	}
-	return h.m.build.Fill(ctx, p.DB, p.Version, files, p.P, dir, fill)
+	return h.m.build.Fill(ctx, p, files, dir, fill)
 }
 
 func (h partitionHost) Swap(p dbver.Partition, old, part *table.Partition) bool {
@@ -96,7 +96,7 @@ func (m *Manager) afterReuse(db string, vs *vstate) {
 		held = vs.v.Held()
 	}
 	m.mu.Unlock()
-	m.rep.Reused(db, vs.name, held)
+	m.rep.Reused(dbver.Of(db, vs.name), held)
 	if len(held) == 0 {
 		return
 	}
@@ -106,7 +106,7 @@ func (m *Manager) afterReuse(db string, vs *vstate) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.rep.Scrub(ctx, db, vs.name, held)
+		m.rep.Scrub(ctx, dbver.Of(db, vs.name), held)
 	}()
 }
 
@@ -115,22 +115,22 @@ func (m *Manager) afterReuse(db string, vs *vstate) {
 // it.
 type replicaHost struct{ m *Manager }
 
-func (h replicaHost) Served(db, version string, p int) (replica.Served, bool) {
+func (h replicaHost) Served(p dbver.Partition) (replica.Served, bool) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
-	vs := h.m.dbs.servable(db, version)
+	vs := h.m.dbs.servable(p.DB, p.Version)
 	if vs == nil {
 		return replica.Served{}, false
 	}
 	s := replica.Served{Token: vs, Files: vs.files, N: vs.v.NumPartitions}
-	if p >= 0 && p < len(vs.v.parts) {
-		s.Part = vs.v.parts[p]
+	if p.P >= 0 && p.P < len(vs.v.parts) {
+		s.Part = vs.v.parts[p.P]
 	}
 	return s, true
 }
 
-func (h replicaHost) Fill(ctx context.Context, db, version string, files []source.File, p int, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
-	return h.m.build.Fill(ctx, db, version, files, p, dir, fill)
+func (h replicaHost) Fill(ctx context.Context, p dbver.Partition, files []source.File, dir string, fill func(ctx context.Context, dir string) error) (string, error) {
+	return h.m.build.Fill(ctx, p, files, dir, fill)
 }
 
 func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served, swapped bool) {
@@ -157,9 +157,9 @@ func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served,
 	return true, true
 }
 
-func (h replicaHost) Ready(db, version string, p, n int) {
+func (h replicaHost) Ready(p dbver.Partition, n int) {
 	if f := h.m.opts.Hooks.PartitionReady; f != nil {
-		f(db, version, p, n)
+		f(p.DB, p.Version, p.P, n)
 	}
 }
 

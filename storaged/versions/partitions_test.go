@@ -41,7 +41,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	h.waitState("db", "v1", "ACTIVE")
 	ctx := context.Background()
 
-	if err := h.m.Replicas().Add(ctx, "db", "v1", 1, nil); err != nil {
+	if err := h.m.Replicas().Add(ctx, dbver.Of("db", "v1").Partition(1), nil); err != nil {
 		t.Fatal(err)
 	}
 	peerDir, ok := peer.m.Views().PartitionDir(dbver.Of("db", "v1").Partition(2))
@@ -49,7 +49,7 @@ func TestAddAndDropPartition(t *testing.T) {
 		t.Fatal("the peer does not report its partition's directory")
 	}
 	fromPeer := false
-	err := h.m.Replicas().Add(ctx, "db", "v1", 2, func(_ context.Context, dir string) error {
+	err := h.m.Replicas().Add(ctx, dbver.Of("db", "v1").Partition(2), func(_ context.Context, dir string) error {
 		fromPeer = true
 		copyDir(t, peerDir, dir)
 		os.Remove(dir + "/LOCK")
@@ -75,7 +75,7 @@ func TestAddAndDropPartition(t *testing.T) {
 	}
 	mu.Unlock()
 
-	if err := h.m.Replicas().Drop(ctx, "db", "v1", 1); err != nil {
+	if err := h.m.Replicas().Drop(ctx, dbver.Of("db", "v1").Partition(1)); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.m.Views().HeldPartitions("db", "v1"); !slices.Equal(got, []int{0, 2}) {
@@ -87,7 +87,7 @@ func TestAddAndDropPartition(t *testing.T) {
 			t.Fatalf("%s of a dropped partition: %v", r.Key, err)
 		}
 	}
-	if err := h.m.Replicas().Add(ctx, "db", "nope", 0, nil); !errors.Is(err, replica.ErrNotServed) {
+	if err := h.m.Replicas().Add(ctx, dbver.Of("db", "nope").Partition(0), nil); !errors.Is(err, replica.ErrNotServed) {
 		t.Fatalf("AddPartition of an unknown version: %v", err)
 	}
 }

@@ -149,7 +149,7 @@ func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
 		vs.v, vs.files = nv, j.Files
 		j.Finish(false)
 		vs.reason = ""
-		m.rep.Forget(db, name) // what was bad in the old copy
+		m.rep.Forget(dbver.Of(db, name)) // what was bad in the old copy
 		vs.loadTook = time.Since(start)
 		m.loadedN.Add(1)
 		m.metrics.loads.WithLabelValues("loaded").Inc()

@@ -32,7 +32,7 @@ func (vw Views) Health() map[string]map[string]wire.Health {
 			if v.phase == loaded {
 				h.Reason = "loaded; waiting to become active"
 			}
-			if bad, why := m.rep.Corrupt(db, name); bad != nil {
+			if bad, why := m.rep.Corrupt(dbver.Of(db, name)); bad != nil {
 				h.CorruptPartitions = bad
 				h.Reason = joinReasons(h.Reason, why)
 			}
@@ -97,7 +97,7 @@ func (vw Views) Status(db string) map[string]wire.DBStatus {
 				st.Partitions = vs.v.Held()
 				st.Created = vs.v.Created
 			}
-			if bad, why := m.rep.Corrupt(name, vname); bad != nil {
+			if bad, why := m.rep.Corrupt(dbver.Of(name, vname)); bad != nil {
 				st.CorruptPartitions = bad
 				st.Reason = joinReasons(st.Reason, why)
 			}
