@@ -2,7 +2,8 @@ package seqfile
 
 import (
 	"errors"
-	"fmt"
+
+	"spangle/shared/badfile"
 )
 
 // ErrCorrupt matches, with errors.Is, every error that says a file is not a
@@ -21,33 +22,8 @@ var ErrNotSequenceFile = errors.New("seqfile: not a SequenceFile")
 // be perfectly valid, so it is not ErrCorrupt.
 var ErrUnsupported = errors.New("seqfile: unsupported")
 
-// CorruptError says which file is bad, at which byte offset, and why, so an
-// operator can look at the bytes. It matches ErrCorrupt with errors.Is.
-type CorruptError struct {
-	// File is the name given to NewReader.
-	File string
-	// Offset is the byte offset in the file of the record or block, or of
-	// the header field, that could not be read.
-	Offset int64
-	// Reason describes what is wrong.
-	Reason string
-	// Err is the underlying cause, if any (a decompressor's error,
-	// io.ErrUnexpectedEOF for truncation, ErrNotSequenceFile).
-	Err error
-}
-
-// Error implements error.
-func (e *CorruptError) Error() string {
-	s := fmt.Sprintf("seqfile: %s: corrupt at byte %d: %s", e.File, e.Offset, e.Reason)
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-// Is reports whether target is ErrCorrupt, so errors.Is(err, ErrCorrupt)
-// holds for every CorruptError.
-func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
-
-// Unwrap returns the underlying cause.
-func (e *CorruptError) Unwrap() error { return e.Err }
+// CorruptError says which file is bad, at which byte offset, and why
+// (File is the name given to NewReader; Err, if any, a decompressor's
+// error, io.ErrUnexpectedEOF for truncation, or ErrNotSequenceFile). It
+// matches ErrCorrupt with errors.Is.
+type CorruptError = badfile.Error

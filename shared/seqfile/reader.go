@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"spangle/shared/badfile"
 )
 
 // readBufferSize is the size of the Reader's input buffer.
@@ -386,7 +388,7 @@ func (r *Reader) ioError(what string, err error) error {
 // corrupt returns a CorruptError at the current record, block or header
 // field.
 func (r *Reader) corrupt(reason string, err error) error {
-	return &CorruptError{File: r.name, Offset: r.off, Reason: reason, Err: err}
+	return badfile.New("seqfile", ErrCorrupt, r.name, r.off, reason, err)
 }
 
 // wrapping is how a Writable class frames its payload.
