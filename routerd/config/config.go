@@ -17,7 +17,7 @@ import (
 	"spangle/shared/debugserver"
 	"spangle/shared/placement"
 	"spangle/shared/tlsconfig"
-	"spangle/shared/topo"
+	"spangle/shared/topo/zktopo"
 	"spangle/shared/wire"
 )
 
@@ -31,8 +31,6 @@ const (
 	DefaultCacheSize    = 64 << 20
 	DefaultHedgeBudget  = 0.1
 	DefaultPoll         = time.Second
-	DefaultZKSession    = 10 * time.Second
-	DefaultZKConnect    = time.Second
 	DefaultGCHeadroom   = 32 << 20
 )
 
@@ -83,9 +81,9 @@ type Config struct {
 	// GOGC environment variable is set.
 	GCHeadroom int64 `toml:"gc_headroom"`
 
-	Sharding Sharding `toml:"sharding"`
-	ZK       ZK       `toml:"zk"`
-	Debug    Debug    `toml:"debug"`
+	Sharding Sharding             `toml:"sharding"`
+	ZK       zktopo.Settings      `toml:"zk"`
+	Debug    debugserver.Settings `toml:"debug"`
 	// TLS is the [tls] section: routerd speaks TLS to storaged (and
 	// static discovery's URLs are https://) when it is set; the xDS
 	// server serves TLS then too; the app-facing bind only with app_tls.
@@ -112,39 +110,6 @@ type Sharding struct {
 	MinReplication int `toml:"min_replication"`
 }
 
-// Debug is the [debug] section, storaged's (and sequins'): an opt-in
-// listener for Go's profiler and expvar, apart from the app-facing port.
-type Debug struct {
-	// Bind is the debug listener's address; empty (the default) runs
-	// none. It may not be bind's address.
-	Bind string `toml:"bind"`
-	// Expvars serves /debug/vars (default true).
-	Expvars bool `toml:"expvars"`
-	// Pprof serves /debug/pprof/ (default true).
-	Pprof bool `toml:"pprof"`
-}
-
-// ZK is the ZooKeeper section, storaged's [zk].
-type ZK struct {
-	// Servers lists the ZooKeeper servers (host:port); they select
-	// discovery through ZooKeeper.
-	Servers []string `toml:"servers"`
-	// Prefix is the first element of every znode path; default
-	// "spangle".
-	Prefix string `toml:"prefix"`
-	// SessionTimeout is the ZooKeeper session timeout.
-	SessionTimeout time.Duration `toml:"session_timeout"`
-	// ConnectTimeout bounds each attempt to reach a server.
-	ConnectTimeout time.Duration `toml:"connect_timeout"`
-	// AuthFile names a file holding the ZooKeeper digest credential,
-	// user:password, as storaged's (SPANGLE_ZK_AUTH wins). routerd only
-	// reads, so it needs one only when the cluster's acl_read is "auth".
-	AuthFile string `toml:"auth_file"`
-	// ACLRead is storaged's key; routerd creates no znode, so it only
-	// checks the value.
-	ACLRead string `toml:"acl_read"`
-}
-
 // Default returns the configuration with every default filled in, except
 // those derived in Validate.
 func Default() Config {
@@ -157,14 +122,14 @@ func Default() Config {
 		ContentType:      "application/octet-stream",
 		LogLevel:         "info",
 		LogFormat:        "json",
-		Debug:            Debug{Expvars: true, Pprof: true},
+		Debug:            debugserver.DefaultSettings(),
 		GCHeadroom:       DefaultGCHeadroom,
 		Sharding:         Sharding{Replication: placement.DefaultReplication, MinReplication: 1},
 		BatchMaxKeys:     wire.DefaultBatchMaxKeys,
 		BatchMaxBytes:    wire.DefaultBatchMaxBytes,
 		BatchReadTimeout: wire.DefaultBatchReadTimeout,
 		BatchReadBytes:   wire.DefaultBatchReadBytes,
-		ZK:               ZK{Prefix: topo.DefaultPrefix, SessionTimeout: DefaultZKSession, ConnectTimeout: DefaultZKConnect, ACLRead: "world"},
+		ZK:               zktopo.DefaultSettings(),
 	}
 }
 
@@ -259,11 +224,11 @@ func (c *Config) Validate() error {
 	if c.GCHeadroom < 0 {
 		bad("gc_headroom must not be negative (0 leaves Go's default)")
 	}
-	if c.StoragedPoll <= 0 || c.ZK.SessionTimeout <= 0 || c.ZK.ConnectTimeout <= 0 {
-		bad("storaged_poll, zk.session_timeout and zk.connect_timeout must be positive")
+	if c.StoragedPoll <= 0 {
+		bad("storaged_poll must be positive")
 	}
-	if c.ZK.ACLRead != "world" && c.ZK.ACLRead != "auth" {
-		bad("zk.acl_read %q is not world or auth", c.ZK.ACLRead)
+	if err := c.ZK.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		bad("log_format %q is not json or console", c.LogFormat)
@@ -337,10 +302,7 @@ func bind(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Bind, "bind", c.Bind, "app-facing HTTP address")
 	fs.Var(listFlag{&c.ZK.Servers}, "zk", "ZooKeeper servers host:port,... (ZooKeeper discovery) (zk.servers)")
 	fs.StringVar(&c.Sharding.ClusterName, "cluster", c.Sharding.ClusterName, "cluster name under the ZooKeeper prefix (default "+DefaultClusterName+"; alone it selects ZooKeeper on "+DefaultZK+") (sharding.cluster_name)")
-	fs.StringVar(&c.ZK.Prefix, "zk-prefix", c.ZK.Prefix, "first element of every znode path (zk.prefix)")
-	fs.DurationVar(&c.ZK.SessionTimeout, "zk-session-timeout", c.ZK.SessionTimeout, "ZooKeeper session timeout (zk.session_timeout)")
-	fs.DurationVar(&c.ZK.ConnectTimeout, "zk-connect-timeout", c.ZK.ConnectTimeout, "timeout of each attempt to reach a ZooKeeper server (zk.connect_timeout)")
-	fs.StringVar(&c.ZK.AuthFile, "zk-auth-file", c.ZK.AuthFile, "file holding the ZooKeeper digest credential user:password, needed to read a cluster with acl_read auth; SPANGLE_ZK_AUTH wins (zk.auth_file)")
+	c.ZK.BindFlags(fs, "needed to read a cluster with acl_read auth")
 	fs.Var(listFlag{&c.Storaged}, "storaged", "static discovery: storaged URLs http://host:port,... (default "+DefaultStoraged+" when no zk)")
 	fs.DurationVar(&c.StoragedPoll, "storaged-poll", c.StoragedPoll, "how often static discovery reads each storaged's status")
 	fs.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "bound of one lookup (504 after)")

@@ -156,13 +156,10 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		}
 		r.goRun(ctx, "xds", r.xds.Run)
 	}
-	if cfg.Debug.Bind != "" {
-		dh := debugserver.Handler(debugserver.Options{Pprof: cfg.Debug.Pprof, Expvars: cfg.Debug.Expvars,
-			Vars: map[string]func() any{"build": func() any { return build }}})
-		if r.debugAddr, _, err = debugserver.Serve(ctx, cfg.Debug.Bind, dh, log.Named("debug")); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("daemon: %w", err)
-		}
+	vars := map[string]func() any{"build": func() any { return build }}
+	if r.debugAddr, err = debugserver.Start(ctx, cfg.Debug, vars, log.Named("debug")); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	r.goRun(ctx, "http", func(ctx context.Context) error { return s.Serve(ctx, l) })
 	log.Info("routerd: serving", zap.Stringer("addr", r.addr), zap.String("version", build.Version), zap.String("commit", build.Commit), zap.Bool("zk", cfg.UseZK()),

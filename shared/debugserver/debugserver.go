@@ -125,3 +125,32 @@ func Serve(ctx context.Context, bind string, h http.Handler, log *zap.Logger) (s
 	log.Info("debug listener", zap.String("addr", addr))
 	return addr, done, nil
 }
+
+// Settings is the [debug] section, the same keys in storaged and routerd
+// (and sequins): an opt-in listener for Go's profiler and expvar, apart
+// from the daemon's own port.
+type Settings struct {
+	// Bind is the debug listener's address; empty (the default) runs
+	// none. It may not be the daemon's own address.
+	Bind string `toml:"bind"`
+	// Expvars serves /debug/vars (default true).
+	Expvars bool `toml:"expvars"`
+	// Pprof serves /debug/pprof/ (default true).
+	Pprof bool `toml:"pprof"`
+}
+
+// DefaultSettings returns the section's defaults: no listener; pprof and
+// expvar on when one is bound.
+func DefaultSettings() Settings { return Settings{Expvars: true, Pprof: true} }
+
+// Start serves the debug listener s asks for, with the daemon's own
+// variables vars, until ctx ends; it returns the address bound, or ""
+// when s binds none.
+func Start(ctx context.Context, s Settings, vars map[string]func() any, log *zap.Logger) (string, error) {
+	if s.Bind == "" {
+		return "", nil
+	}
+	h := Handler(Options{Pprof: s.Pprof, Expvars: s.Expvars, Vars: vars})
+	addr, _, err := Serve(ctx, s.Bind, h, log)
+	return addr, err
+}

@@ -15,6 +15,7 @@ import (
 	"spangle/shared/placement"
 	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
+	"spangle/shared/topo/zktopo"
 	"spangle/shared/wire"
 	"spangle/storaged/coordinator"
 	"spangle/storaged/versions"
@@ -27,8 +28,6 @@ const (
 	DefaultSettleTime     = 5 * time.Second
 	DefaultTimeToConverge = 10 * time.Second
 	DefaultClusterName    = "spangle"
-	DefaultZKConnect      = time.Second
-	DefaultZKSession      = 10 * time.Second
 	DefaultBlockCacheSize = 128 << 20
 	DefaultBlockSize      = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits      = 10
@@ -99,11 +98,11 @@ type Config struct {
 	// and their checksums checked in the background; 0 turns it off.
 	ScrubRate float64 `toml:"scrub_rate"`
 
-	Sharding Sharding `toml:"sharding"`
-	ZK       ZK       `toml:"zk"`
-	LevelDB  LevelDB  `toml:"leveldb"`
-	S3       S3       `toml:"s3"`
-	Debug    Debug    `toml:"debug"`
+	Sharding Sharding             `toml:"sharding"`
+	ZK       zktopo.Settings      `toml:"zk"`
+	LevelDB  LevelDB              `toml:"leveldb"`
+	S3       S3                   `toml:"s3"`
+	Debug    debugserver.Settings `toml:"debug"`
 	// TLS is the [tls] section: the lookup port (lookups, status,
 	// metrics, peer endpoints) serves TLS and peers are asked over TLS
 	// when it is set; plaintext by default.
@@ -112,19 +111,6 @@ type Config struct {
 	// Notices are the keys of the file read otherwise than their names
 	// say (sequins keys mapped or ignored); the daemon logs them.
 	Notices []Notice `toml:"-"`
-}
-
-// Debug is the [debug] section, sequins' names: an opt-in listener for
-// Go's profiler and expvar, apart from the lookup port so that it can be
-// bound to loopback or a management network.
-type Debug struct {
-	// Bind is the debug listener's address; empty (the default) runs none.
-	// It may not be the lookup address.
-	Bind string `toml:"bind"`
-	// Expvars serves /debug/vars (default true).
-	Expvars bool `toml:"expvars"`
-	// Pprof serves /debug/pprof/ (default true).
-	Pprof bool `toml:"pprof"`
 }
 
 // S3 is the [s3] section, for source = "s3://bucket/prefix".
@@ -193,29 +179,6 @@ type Sharding struct {
 	ElectQuorum string `toml:"elect_quorum"`
 }
 
-// ZK is the ZooKeeper section.
-type ZK struct {
-	// Servers are host:port addresses of the ensemble.
-	Servers []string `toml:"servers"`
-	// ConnectTimeout bounds each attempt to reach a server; default 1s.
-	ConnectTimeout time.Duration `toml:"connect_timeout"`
-	// SessionTimeout is the ZooKeeper session timeout: how long after a
-	// node dies (or loses ZooKeeper) its ephemeral znodes go; default 10s.
-	SessionTimeout time.Duration `toml:"session_timeout"`
-	// Prefix is the first znode of every path; default "spangle".
-	Prefix string `toml:"prefix"`
-	// AuthFile names a file holding the ZooKeeper digest credential,
-	// user:password (the environment variable SPANGLE_ZK_AUTH, when
-	// set, wins over it). With a credential the session authenticates,
-	// and every znode the node creates lets only that identity change
-	// it. The file's content is never logged or shown.
-	AuthFile string `toml:"auth_file"`
-	// ACLRead is who may read the znodes created with a credential:
-	// "world" (default: routers and tools need no secret) or "auth" (the
-	// identity only).
-	ACLRead string `toml:"acl_read"`
-}
-
 // ClusterMode reports whether storaged joins a cluster through ZooKeeper.
 func (c *Config) ClusterMode() bool {
 	return c.Sharding.Enabled || len(c.ZK.Servers) > 0
@@ -250,7 +213,7 @@ func Default() Config {
 		SettleTime:       DefaultSettleTime,
 		LogLevel:         "info",
 		LogFormat:        "json",
-		Debug:            Debug{Expvars: true, Pprof: true},
+		Debug:            debugserver.DefaultSettings(),
 		GCHeadroom:       DefaultGCHeadroom,
 		ScrubRate:        DefaultScrubRate,
 		BatchMaxKeys:     wire.DefaultBatchMaxKeys,
@@ -263,7 +226,7 @@ func Default() Config {
 			Assignment: "sequins", RereplicateAfter: coordinator.DefaultRereplicateAfter, PruneAfter: coordinator.DefaultPruneAfter,
 			ElectQuorum: "all",
 		},
-		ZK: ZK{ConnectTimeout: DefaultZKConnect, SessionTimeout: DefaultZKSession, Prefix: topo.DefaultPrefix, ACLRead: "world"},
+		ZK: zktopo.DefaultSettings(),
 		LevelDB: LevelDB{
 			BlockCacheSize: DefaultBlockCacheSize, BlockSize: DefaultBlockSize,
 			BloomBitsPerKey: DefaultBloomBits, Compression: "none", SpillSize: DefaultSpillSize,
@@ -348,18 +311,12 @@ func (c *Config) Validate() error {
 	}
 	check(strings.ContainsAny(s.AdvertisedHostname, "/@"), "sharding.advertised_hostname", "must be a host or host:port")
 	check(s.Enabled && len(c.ZK.Servers) == 0, "zk.servers", "required when sharding is enabled")
-	for _, srv := range c.ZK.Servers {
-		if _, _, err := net.SplitHostPort(srv); err != nil {
-			errs = append(errs, errKey("zk.servers", "%q is not host:port", srv))
-		}
+	if err := c.ZK.Validate(); err != nil {
+		errs = append(errs, err)
 	}
-	check(c.ZK.ConnectTimeout <= 0, "zk.connect_timeout", "must be positive")
-	check(c.ZK.SessionTimeout <= 0, "zk.session_timeout", "must be positive")
-	check(c.ZK.Prefix == "" || strings.Contains(c.ZK.Prefix, "/"), "zk.prefix", "must be non-empty without '/'")
 	if err := c.TLS.Validate(true); err != nil {
 		errs = append(errs, err)
 	}
-	check(c.ZK.ACLRead != "world" && c.ZK.ACLRead != "auth", "zk.acl_read", "%q is not world or auth", c.ZK.ACLRead)
 	l := c.LevelDB
 	check(l.BlockCacheSize < 0, "leveldb.block_cache_size", "must not be negative")
 	check(l.BlockSize < 0 || l.BlockSize > 64<<20, "leveldb.block_size", "must be between 0 and 64 MiB")

@@ -220,13 +220,10 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		ErrorLog: zap.NewStdLog(log.Named("http"))}
 
 	mctx, mcancel := context.WithCancel(context.Background())
-	if cfg.Debug.Bind != "" {
-		dh := debugserver.Handler(debugserver.Options{Pprof: cfg.Debug.Pprof, Expvars: cfg.Debug.Expvars,
-			Vars: map[string]func() any{"build": func() any { return build }, "health": func() any { return mgr.Views().Health() }}})
-		if d.DebugAddr, _, err = debugserver.Serve(mctx, cfg.Debug.Bind, dh, log.Named("debug")); err != nil {
-			mcancel()
-			return nil, fmt.Errorf("daemon: %w", err)
-		}
+	vars := map[string]func() any{"build": func() any { return build }, "health": func() any { return mgr.Views().Health() }}
+	if d.DebugAddr, err = debugserver.Start(mctx, cfg.Debug, vars, log.Named("debug")); err != nil {
+		mcancel()
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	var wg sync.WaitGroup
 	fatal := make(chan error, 2)
