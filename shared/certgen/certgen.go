@@ -83,19 +83,29 @@ func NewCA(name string, notBefore, notAfter time.Time) (*CA, error) {
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("certgen: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("certgen: %w", err)
-	}
-	keyPEM, err := encodeKey(key)
+	cert, certPEM, keyPEM, err := sign(tmpl, tmpl, key, key)
 	if err != nil {
 		return nil, err
 	}
-	return &CA{Cert: cert, Key: key, CertPEM: encodeCert(der), KeyPEM: keyPEM}, nil
+	return &CA{Cert: cert, Key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// sign makes tmpl's certificate for key, signed with signer as parent,
+// and returns it parsed and PEM-encoded, with key PEM-encoded.
+func sign(tmpl, parent *x509.Certificate, key *ecdsa.PrivateKey, signer crypto.Signer) (*x509.Certificate, []byte, []byte, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("certgen: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("certgen: %w", err)
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cert, encodeCert(der), keyPEM, nil
 }
 
 // Issue signs a certificate for r.
@@ -145,19 +155,11 @@ func (ca *CA) Issue(r Request) (*Pair, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, n)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
-	if err != nil {
-		return nil, fmt.Errorf("certgen: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("certgen: %w", err)
-	}
-	keyPEM, err := encodeKey(key)
+	cert, certPEM, keyPEM, err := sign(tmpl, ca.Cert, key, ca.Key)
 	if err != nil {
 		return nil, err
 	}
-	return &Pair{Cert: cert, CertPEM: encodeCert(der), KeyPEM: keyPEM}, nil
+	return &Pair{Cert: cert, CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
 
 // Write writes the pair as certPath and keyPath (the key readable by its

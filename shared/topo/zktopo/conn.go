@@ -110,29 +110,37 @@ type Conn struct {
 
 var _ topo.Conn = (*Conn)(nil)
 
+// complete checks o and fills in the defaults of what it leaves zero.
+func (o *Options) complete() error {
+	if len(o.Servers) == 0 {
+		return errors.New("zktopo: no ZooKeeper servers")
+	}
+	o.Prefix = strings.Trim(o.Prefix, "/")
+	if !topo.ValidName(o.Cluster) || !validPrefix(o.Prefix) {
+		return fmt.Errorf("zktopo: %w: cluster %q and each element of prefix %q must match [A-Za-z0-9][A-Za-z0-9_-]*",
+			topo.ErrBadName, o.Cluster, o.Prefix)
+	}
+	if err := CheckReadACL(o.ReadACL); err != nil {
+		return err
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return nil
+}
+
 // Open starts a session with opts.Servers in the background and returns
 // at once; until the session is up, calls return topo.ErrUnavailable and
 // the map is empty.
 func Open(opts Options) (*Conn, error) {
-	if len(opts.Servers) == 0 {
-		return nil, errors.New("zktopo: no ZooKeeper servers")
-	}
-	opts.Prefix = strings.Trim(opts.Prefix, "/")
-	if !topo.ValidName(opts.Cluster) || !validPrefix(opts.Prefix) {
-		return nil, fmt.Errorf("zktopo: %w: cluster %q and each element of prefix %q must match [A-Za-z0-9][A-Za-z0-9_-]*",
-			topo.ErrBadName, opts.Cluster, opts.Prefix)
-	}
-	if err := CheckReadACL(opts.ReadACL); err != nil {
+	if err := opts.complete(); err != nil {
 		return nil, err
-	}
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = DefaultSessionTimeout
-	}
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = DefaultConnectTimeout
-	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
 	}
 	rej, err := newRejects(opts.Logger, opts.Registerer)
 	if err != nil {

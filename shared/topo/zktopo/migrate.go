@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/zap"
 
 	"spangle/shared/topo"
 )
@@ -45,25 +43,8 @@ func SetClusterACL(ctx context.Context, opts Options, dryRun bool, each func(pat
 	if opts.Auth.IsZero() {
 		return SecureReport{}, errors.New("zktopo: setting the cluster's ACL needs its credential ([zk] auth_file or " + AuthEnv + ")")
 	}
-	if len(opts.Servers) == 0 {
-		return SecureReport{}, errors.New("zktopo: no ZooKeeper servers")
-	}
-	opts.Prefix = strings.Trim(opts.Prefix, "/")
-	if !topo.ValidName(opts.Cluster) || !validPrefix(opts.Prefix) {
-		return SecureReport{}, fmt.Errorf("zktopo: %w: cluster %q and each element of prefix %q must match [A-Za-z0-9][A-Za-z0-9_-]*",
-			topo.ErrBadName, opts.Cluster, opts.Prefix)
-	}
-	if err := CheckReadACL(opts.ReadACL); err != nil {
+	if err := opts.complete(); err != nil {
 		return SecureReport{}, err
-	}
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = DefaultSessionTimeout
-	}
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = DefaultConnectTimeout
-	}
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
 	}
 	a := newACLs(topo.Paths{Prefix: opts.Prefix, Cluster: opts.Cluster}, opts.Auth, opts.ReadACL)
 	rep := SecureReport{Root: a.root}
