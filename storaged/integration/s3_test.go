@@ -3,6 +3,7 @@ package integration
 import (
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,27 +68,46 @@ func readAll(n *node) (failed int, first string) {
 	return failed, first
 }
 
-// readWhile reads keys in a loop until stop is closed and returns the
-// failed reads and the versions seen, in order of first sight.
-func readWhile(n *node, stop <-chan struct{}) (ok, failed int, seen []string) {
-	for {
-		select {
-		case <-stop:
-			return ok, failed, seen
-		default:
-		}
-		for i := 0; i < s3Keys; i += 997 {
-			code, body, ver, err := n.get(testDB, keyOf(i))
-			if err != nil || code != 200 || body != valueOf(i, ver) {
-				failed++
-				continue
+// reads is a reader of n's keys in the background (readBackground).
+type reads struct {
+	ok, failed int
+	seen       []string // the versions answered, in order, each once
+}
+
+// readBackground reads keys in a loop until the function it returns is
+// called (or the test ends), which then returns what the reads saw.
+func readBackground(t *testing.T, n *node) (finish func() reads) {
+	stop := make(chan struct{})
+	done := make(chan reads, 1)
+	go func() {
+		var r reads
+		defer func() { done <- r }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-			ok++
-			if len(seen) == 0 || seen[len(seen)-1] != ver {
-				seen = append(seen, ver)
+			for i := 0; i < s3Keys; i += 997 {
+				code, body, ver, err := n.get(testDB, keyOf(i))
+				if err != nil || code != 200 || body != valueOf(i, ver) {
+					r.failed++
+					continue
+				}
+				r.ok++
+				if len(r.seen) == 0 || r.seen[len(r.seen)-1] != ver {
+					r.seen = append(r.seen, ver)
+				}
 			}
 		}
+	}()
+	var once sync.Once
+	finish = func() reads {
+		once.Do(func() { close(stop) })
+		return <-done
 	}
+	t.Cleanup(func() { once.Do(func() { close(stop) }) }) // a failed check stops the reader too
+	return finish
 }
 
 // TestS3UnreachableAtStart: a node restarting while S3 is unreachable
@@ -138,21 +158,11 @@ func TestS3ConnectionsCutDuringLoad(t *testing.T) {
 	n := startOnS3(t)
 	waitActive(t, 2*time.Minute, testDB, "v1", n)
 
-	stop := make(chan struct{})
-	type result struct {
-		ok, failed int
-		seen       []string
-	}
-	done := make(chan result)
-	go func() {
-		ok, failed, seen := readWhile(n, stop)
-		done <- result{ok, failed, seen}
-	}()
+	finish := readBackground(t, n)
 	proxy.CutAfter(256 << 10)
 	writeS3Version(t, dir, "v2")
 	waitActive(t, 2*time.Minute, testDB, "v2", n)
-	close(stop)
-	r := <-done
+	r := finish()
 	if r.failed > 0 || r.ok == 0 {
 		t.Fatalf("%d reads failed (%d ok) while v2 loaded through cut connections", r.failed, r.ok)
 	}
@@ -177,22 +187,7 @@ func TestS3StoppedDuringLoad(t *testing.T) {
 	n := startOnS3(t)
 	waitActive(t, 2*time.Minute, testDB, "v1", n)
 
-	stop := make(chan struct{})
-	type result struct {
-		ok, failed int
-		seen       []string
-	}
-	done := make(chan result, 1)
-	go func() {
-		ok, failed, seen := readWhile(n, stop)
-		done <- result{ok, failed, seen}
-	}()
-	stopped := false
-	t.Cleanup(func() { // a failed check stops the reader too
-		if !stopped {
-			close(stop)
-		}
-	})
+	finish := readBackground(t, n)
 	proxy.AfterBytes(1<<20, srv.Stop) // under half of v2's files: it lands mid-load
 	writeS3Version(t, dir, "v2")
 	var reason string
@@ -213,9 +208,7 @@ func TestS3StoppedDuringLoad(t *testing.T) {
 
 	srv.Restart()
 	waitActive(t, 2*time.Minute, testDB, "v2", n)
-	close(stop)
-	stopped = true
-	r := <-done
+	r := finish()
 	if r.failed > 0 || r.ok == 0 {
 		t.Fatalf("%d reads failed (%d ok) while S3 died under v2's load and came back", r.failed, r.ok)
 	}
