@@ -78,6 +78,17 @@ func startReader(h *harness, oldTag, newTag string) *reader {
 	return r
 }
 
+// stopAndCheck stops r and fails the test if a lookup failed or went
+// back to the old value.
+func (r *reader) stopAndCheck(t *testing.T) {
+	t.Helper()
+	r.stop()
+	if r.failed.Load() > 0 || r.regressed.Load() > 0 {
+		t.Fatalf("%d of %d lookups failed (first: %v), %d went back to the old value",
+			r.failed.Load(), r.reads.Load(), r.firstErr.Load(), r.regressed.Load())
+	}
+}
+
 // Rewriting the files of the only served version in place: the copy
 // loaded before answers every lookup until the copy built from the new
 // files is swapped in, and none after (issue #25, defect 1).
@@ -95,11 +106,7 @@ func TestRewriteInPlaceKeepsServing(t *testing.T) {
 		val, _, err := h.get("db", "", "key-000001")
 		return err == nil && val == "value-1-new"
 	})
-	r.stop()
-	if r.failed.Load() > 0 || r.regressed.Load() > 0 {
-		t.Fatalf("%d of %d lookups failed (first: %v), %d went back to the old value",
-			r.failed.Load(), r.reads.Load(), r.firstErr.Load(), r.regressed.Load())
-	}
+	r.stopAndCheck(t)
 	if st := h.m.Views().Health()["db"]["v1"]; st.State != wire.StateActive || st.Reason != "" {
 		t.Fatalf("after the rebuild v1 is %+v", st)
 	}
@@ -153,11 +160,7 @@ func TestRewriteInPlaceBrokenKeepsServing(t *testing.T) {
 		val, _, err := h.get("db", "", "key-000001")
 		return err == nil && val == "value-1-new"
 	})
-	r.stop()
-	if r.failed.Load() > 0 || r.regressed.Load() > 0 {
-		t.Fatalf("%d of %d lookups failed (first: %v), %d went back to the old value",
-			r.failed.Load(), r.reads.Load(), r.firstErr.Load(), r.regressed.Load())
-	}
+	r.stopAndCheck(t)
 	if st := h.m.Views().Health()["db"]["v1"]; st.State != wire.StateActive || st.Reason != "" {
 		t.Fatalf("after the good rewrite v1 is %+v", st)
 	}
