@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,7 +81,7 @@ func TestTruncated(t *testing.T) {
 				if alloc > maxReadAlloc {
 					t.Errorf("cut at %d: allocated %d bytes", cut, alloc)
 				}
-				if len(recs) > len(full) || !equalRecords(recs, full[:len(recs)]) {
+				if len(recs) > len(full) || !slices.Equal(recs, full[:len(recs)]) {
 					t.Fatalf("cut at %d: records %q are not a prefix of %q", cut, recs, full)
 				}
 				if ends[int64(cut)] {
@@ -139,7 +140,7 @@ func TestBitFlips(t *testing.T) {
 						t.Errorf("bit %d: err = %v, want ErrCorrupt or ErrUnsupported", bit, err)
 					}
 					detected++
-				case equalRecords(recs, full):
+				case slices.Equal(recs, full):
 					same++
 				default:
 					changed++

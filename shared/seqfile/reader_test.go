@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -45,7 +46,7 @@ func TestHadoopCodecFiles(t *testing.T) {
 			if h.Compression != tt.comp || h.Codec != tt.codec {
 				t.Errorf("compression %v codec %q, want %v %q", h.Compression, h.Codec, tt.comp, tt.codec)
 			}
-			if !equalRecords(recs, aliceBob) {
+			if !slices.Equal(recs, aliceBob) {
 				t.Errorf("records = %q, want %q", recs, aliceBob)
 			}
 		})
@@ -72,7 +73,7 @@ func TestBabyNames(t *testing.T) {
 		t.Errorf("read %d records, want 64", total)
 	}
 	_, recs, err := readAll(t, readTestFile(t, "healthy/test.sequencefile"), "test.sequencefile")
-	if err != nil || !equalRecords(recs, aliceBob) {
+	if err != nil || !slices.Equal(recs, aliceBob) {
 		t.Errorf("test.sequencefile: %q, %v", recs, err)
 	}
 }
@@ -148,7 +149,7 @@ func TestOneByteReads(t *testing.T) {
 		for r.Next() {
 			recs = append(recs, record{string(r.Key()), string(r.Value())})
 		}
-		if r.Err() != nil || !equalRecords(recs, aliceBob) {
+		if r.Err() != nil || !slices.Equal(recs, aliceBob) {
 			t.Errorf("%s: %q, %v", f, recs, r.Err())
 		}
 	}
@@ -165,7 +166,7 @@ func TestOffsets(t *testing.T) {
 		offs = append(offs, r.Offset())
 	}
 	// Header ends at 0x60; the first record is 8+9+12 bytes long.
-	if want := []int64{0x60, 0x60 + 29}; !equalInts(offs, want) {
+	if want := []int64{0x60, 0x60 + 29}; !slices.Equal(offs, want) {
 		t.Errorf("offsets %v, want %v", offs, want)
 	}
 }
@@ -185,30 +186,6 @@ func TestNoGoroutineLeak(t *testing.T) {
 	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("%d goroutines before reading, %d after", before, after)
 	}
-}
-
-func equalRecords(a, b []record) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestRecordsAroundBufferSize reads records of every size near the input
@@ -231,7 +208,7 @@ func TestRecordsAroundBufferSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !equalRecords(got, recs) {
+			if !slices.Equal(got, recs) {
 				t.Fatalf("read %d records, wrote %d; first difference at %d", len(got), len(recs), firstDiff(got, recs))
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,7 @@ func TestRoundTrip(t *testing.T) {
 					if err != nil {
 						t.Fatalf("read: %v", err)
 					}
-					if !equalRecords(got, recs) {
+					if !slices.Equal(got, recs) {
 						t.Fatalf("read %d records, wrote %d; first difference at %d", len(got), len(recs), firstDiff(got, recs))
 					}
 					if h.KeyClass != class || h.ValueClass != class || h.Compression != kind.comp || h.Codec != kind.codec {
@@ -78,7 +79,7 @@ func TestSyncMarkers(t *testing.T) {
 				t.Errorf("%d sync markers in %d bytes, want several", n, len(data))
 			}
 			h, got, err := readAll(t, data, kind.name)
-			if err != nil || !equalRecords(got, recs) || h.Sync != sync {
+			if err != nil || !slices.Equal(got, recs) || h.Sync != sync {
 				t.Errorf("read back: %d records, sync %x, err %v", len(got), h.Sync, err)
 			}
 			if kind.comp != Block {
@@ -142,7 +143,7 @@ func TestRawWritableClass(t *testing.T) {
 	recs := []record{{"\x00\x00\x00\x2a", "v"}}
 	data := writeAll(t, WriterOptions{KeyClass: intWritable}, recs)
 	h, got, err := readAll(t, data, "f")
-	if err != nil || !equalRecords(got, recs) || h.KeyClass != intWritable {
+	if err != nil || !slices.Equal(got, recs) || h.KeyClass != intWritable {
 		t.Errorf("got %q %+v %v", got, h, err)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -200,18 +201,6 @@ func (c *client) waitFor(ctx context.Context, check func(*xdsState) error) (*xds
 	}
 }
 
-func sameNames(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // startSotW opens a state-of-the-world ADS stream on conn.
 func startSotW(ctx context.Context, t *testing.T, conn *grpc.ClientConn, nodeID string) *client {
 	t.Helper()
@@ -257,7 +246,7 @@ func startSotW(ctx context.Context, t *testing.T, conn *grpc.ClientConn, nodeID 
 			err = send(typ) // ACK
 			switch typ {
 			case resource.ClusterType:
-				if names := st.edsNames(); err == nil && !sameNames(names, subs[resource.EndpointType]) {
+				if names := st.edsNames(); err == nil && !slices.Equal(names, subs[resource.EndpointType]) {
 					subs[resource.EndpointType] = names
 					err = send(resource.EndpointType)
 				}
@@ -265,7 +254,7 @@ func startSotW(ctx context.Context, t *testing.T, conn *grpc.ClientConn, nodeID 
 				names, rerr := st.rdsNames()
 				if rerr != nil {
 					err = rerr
-				} else if err == nil && !sameNames(names, subs[resource.RouteType]) {
+				} else if err == nil && !slices.Equal(names, subs[resource.RouteType]) {
 					subs[resource.RouteType] = names
 					err = send(resource.RouteType)
 				}
