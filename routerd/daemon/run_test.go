@@ -77,17 +77,7 @@ func TestStartWithXDSStopsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := &http.Client{Transport: &http.Transport{}}
-	for i := 0; i < 20; i++ {
-		resp, err := client.Get("http://" + r.Addr().String() + "/db/key")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(body) != "v1:key" || resp.Header.Get(wire.HeaderProxiedTo) != addr {
-			t.Fatalf("answer %q %v", body, resp.Header)
-		}
-	}
+	getKeys(t, client, "http://"+r.Addr().String(), 20, addr)
 	// xds follows routerd's choice of version.
 	if st, err := r.XDS().WaitPush(ctx, 0); err != nil || len(st.DBs) != 1 {
 		t.Fatalf("xds status %+v %v", st, err)
@@ -142,5 +132,22 @@ func TestStartWarnsOfOldKeys(t *testing.T) {
 		FilterField(zap.String("use", "sharding.replication"))
 	if warned.Len() != 1 || logs.Len() != 1 {
 		t.Fatalf("%d warnings name sharding.replication; logged: %v", warned.Len(), logs.All())
+	}
+}
+
+// getKeys gets /db/key from the router at base n times through client
+// and fails the test unless each answer is v1's value, proxied to addr.
+func getKeys(t *testing.T, client *http.Client, base string, n int, addr string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		resp, err := client.Get(base + "/db/key")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "v1:key" || resp.Header.Get(wire.HeaderProxiedTo) != addr {
+			t.Fatalf("answer %q %v", body, resp.Header)
+		}
 	}
 }

@@ -77,17 +77,7 @@ func TestAppTLS(t *testing.T) {
 	}
 	tr := app.NewTransport()
 	client := &http.Client{Transport: tr}
-	for i := 0; i < 5; i++ {
-		resp, err := client.Get("https://" + r.Addr().String() + "/db/key")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(body) != "v1:key" || resp.Header.Get(wire.HeaderProxiedTo) != sa {
-			t.Fatalf("answer %q %v", body, resp.Header)
-		}
-	}
+	getKeys(t, client, "https://"+r.Addr().String(), 5, sa)
 	plain := &http.Client{Transport: &http.Transport{}}
 	resp, err := plain.Get("http://" + r.Addr().String() + "/db/key")
 	if err != nil {
