@@ -53,26 +53,12 @@ func TestZooKeeperDiscovery(t *testing.T) {
 	defer cancel()
 	holder := map[int]string{}
 	for i, n := range []*storaged{a, b} {
-		reg, err := zktopo.Open(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: "rt", SessionTimeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer reg.Close()
-		if err := reg.WaitConnected(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := reg.RegisterNode(ctx, topo.Node{ID: n.addr, Addr: n.addr}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := reg.PublishVersion(ctx, testDB, "v1", topo.VersionInfo{NumPartitions: testParts}); err != nil {
-			t.Fatal(err)
-		}
+		var held []int
 		for p := i; p < testParts; p += 2 {
 			holder[p] = n.addr
-			if err := reg.PublishPartition(ctx, testDB, "v1", p, n.addr); err != nil {
-				t.Fatal(err)
-			}
+			held = append(held, p)
 		}
+		register(ctx, t, zktopo.Options{Servers: []string{zks.Addr()}, Cluster: "rt", SessionTimeout: 5 * time.Second}, n.addr, held)
 	}
 
 	cfg := config.Default()
@@ -104,4 +90,30 @@ func TestZooKeeperDiscovery(t *testing.T) {
 	check("with ZooKeeper down")
 	zks.Restart()
 	check("after ZooKeeper came back")
+}
+
+// register writes, through its own session opened with opts (closed when
+// the test ends), what a storaged at addr holding partitions held of
+// testDB v1 registers: its node, the version and each partition.
+func register(ctx context.Context, t *testing.T, opts zktopo.Options, addr string, held []int) {
+	t.Helper()
+	reg, err := zktopo.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	if err := reg.WaitConnected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.RegisterNode(ctx, topo.Node{ID: addr, Addr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.PublishVersion(ctx, testDB, "v1", topo.VersionInfo{NumPartitions: testParts}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range held {
+		if err := reg.PublishPartition(ctx, testDB, "v1", p, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

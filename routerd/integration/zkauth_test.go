@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"spangle/routerd/config"
-	"spangle/shared/topo"
 	"spangle/shared/topo/zktopo"
 	"spangle/shared/zktest"
 )
@@ -31,26 +30,12 @@ func TestZooKeeperACLReadAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := zktopo.Open(zktopo.Options{Servers: []string{zks.Addr()}, Cluster: "rt", SessionTimeout: 5 * time.Second,
-		Auth: cred, ReadACL: zktopo.ReadAuth})
-	if err != nil {
-		t.Fatal(err)
+	all := make([]int, testParts)
+	for p := range all {
+		all[p] = p
 	}
-	defer reg.Close()
-	if err := reg.WaitConnected(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.RegisterNode(ctx, topo.Node{ID: n.addr, Addr: n.addr}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.PublishVersion(ctx, testDB, "v1", topo.VersionInfo{NumPartitions: testParts}); err != nil {
-		t.Fatal(err)
-	}
-	for p := 0; p < testParts; p++ {
-		if err := reg.PublishPartition(ctx, testDB, "v1", p, n.addr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	register(ctx, t, zktopo.Options{Servers: []string{zks.Addr()}, Cluster: "rt", SessionTimeout: 5 * time.Second,
+		Auth: cred, ReadACL: zktopo.ReadAuth}, n.addr, all)
 	authFile := filepath.Join(t.TempDir(), "zk-auth")
 	if err := os.WriteFile(authFile, []byte("spangle:"+password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
