@@ -22,9 +22,15 @@ import (
 
 // zkNode opens a session of the test's cluster on srv.
 func zkNode(t *testing.T, srv *zktest.Server) *zktopo.Conn {
+	return zkSession(t, srv, nonName.ReplaceAllString(t.Name(), "-"))
+}
+
+// zkSession opens a session of cluster on srv, connected, closed when the
+// test ends.
+func zkSession(t *testing.T, srv *zktest.Server, cluster string) *zktopo.Conn {
 	t.Helper()
 	c, err := zktopo.Open(zktopo.Options{
-		Servers: []string{srv.Addr()}, Cluster: nonName.ReplaceAllString(t.Name(), "-"),
+		Servers: []string{srv.Addr()}, Cluster: cluster,
 		SessionTimeout: 4 * time.Second, Logger: zaptest.NewLogger(t).Named("zk"),
 	})
 	if err != nil {

@@ -1,14 +1,9 @@
 package coordinator_test
 
 import (
-	"context"
 	"regexp"
 	"testing"
-	"time"
 
-	"go.uber.org/zap/zaptest"
-
-	"spangle/shared/topo/zktopo"
 	"spangle/shared/zktest"
 )
 
@@ -20,21 +15,6 @@ func TestScenariosZooKeeper(t *testing.T) {
 	srv := zktest.Start(t)
 	runScenarios(t, func(t *testing.T) backend {
 		cluster := nonName.ReplaceAllString(t.Name(), "-")
-		return backend{newConn: func(t *testing.T) coordConn {
-			c, err := zktopo.Open(zktopo.Options{
-				Servers: []string{srv.Addr()}, Cluster: cluster, SessionTimeout: 4 * time.Second,
-				Logger: zaptest.NewLogger(t).Named("zk"),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			if err := c.WaitConnected(ctx); err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}}
+		return backend{newConn: func(t *testing.T) coordConn { return zkSession(t, srv, cluster) }}
 	})
 }
