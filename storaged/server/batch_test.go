@@ -2,25 +2,19 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap/zaptest"
 
 	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
-	"spangle/shared/source"
 	"spangle/shared/wire"
-	"spangle/storaged/blockcache"
 	"spangle/storaged/internal/testutil"
-	"spangle/storaged/store"
-	"spangle/storaged/table"
 	"spangle/storaged/versions"
 )
 
@@ -55,28 +49,7 @@ func newBatchServerIn(t testing.TB, storeDir string, held []int, opts Options) (
 	t.Helper()
 	root := t.TempDir()
 	testutil.WriteVersion(t, root, "odd", "v1", 4, testutil.Sharded, seqfile.WriterOptions{}, oddRecords())
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(storeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
-		Cache: table.CacheOptions{Blocks: blockcache.New(1 << 20)}}
-	vopts.Loader.Build.NoSync = true
-	if held != nil {
-		vopts.Hooks.Held = func(context.Context, string, string, int) ([]int, error) { return held, nil }
-	}
-	m, err := versions.New(vopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { m.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	m := runManager(t, root, storeDir, held)
 	waitActive(t, m, "odd", "v1")
 	opts.Versions, opts.Views = m, m.Views()
 	opts.Log = zaptest.NewLogger(t)

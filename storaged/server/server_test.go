@@ -53,25 +53,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	root := t.TempDir()
 	copyTree(t, filepath.Join(td, "healthy", "baby-names"), filepath.Join(root, "baby-names"))
 	testutil.WriteVersion(t, root, "bin", "v1", 3, testutil.RoundRobin, seqfile.WriterOptions{}, binRecords)
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
-		Cache: table.CacheOptions{Blocks: blockcache.New(1 << 20)}}
-	vopts.Loader.Build.NoSync = true
-	m, err := versions.New(vopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { m.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	m := runManager(t, root, t.TempDir(), nil)
 	waitActive(t, m, "bin", "v1")
 	recs := append([]testutil.Record{}, binRecords...)
 	for i := range recs {
@@ -88,6 +70,36 @@ func newFixture(t testing.TB, opts Options) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{root: root, m: m, srv: srv, handler: srv}
+}
+
+// runManager runs a version manager over the source root, its local
+// store in storeDir, until the test ends; held, if not nil, says which
+// partitions this node holds.
+func runManager(t testing.TB, root, storeDir string, held []int) *versions.Manager {
+	t.Helper()
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
+		Cache: table.CacheOptions{Blocks: blockcache.New(1 << 20)}}
+	vopts.Loader.Build.NoSync = true
+	if held != nil {
+		vopts.Hooks.Held = func(context.Context, string, string, int) ([]int, error) { return held, nil }
+	}
+	m, err := versions.New(vopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return m
 }
 
 func waitActive(t testing.TB, m *versions.Manager, db, v string) {
