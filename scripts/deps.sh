@@ -21,17 +21,4 @@ command -v java >/dev/null 2>&1 && [ -f /usr/share/java/zookeeper.jar ] || need+
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v luajit >/dev/null 2>&1 || need+=(luajit)
 
-if [ "${#need[@]}" -eq 0 ]; then
-  exit 0
-fi
-
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "spangle: missing test dependencies: ${need[*]}" >&2
-  echo "spangle: install them with: sudo apt-get install -y ${need[*]}" >&2
-  exit 1
-fi
-
-echo "spangle: installing ${need[*]} from Debian's packages" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+exec "$(dirname "$0")/apt-install.sh" test ${need[@]+"${need[@]}"}

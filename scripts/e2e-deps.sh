@@ -24,15 +24,4 @@ fi
 if ! docker image inspect "$ZK_IMAGE" >/dev/null 2>&1 && ! command -v mmdebstrap >/dev/null 2>&1; then
   need+=(mmdebstrap)
 fi
-if [ "${#need[@]}" -eq 0 ]; then
-  exit 0
-fi
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "spangle: missing e2e dependencies: ${need[*]}" >&2
-  echo "spangle: install them with: sudo apt-get install -y ${need[*]}" >&2
-  exit 1
-fi
-echo "spangle: installing ${need[*]} from Debian's packages" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+exec "$(dirname "$0")/apt-install.sh" e2e ${need[@]+"${need[@]}"}
