@@ -115,8 +115,8 @@ func TestBatchOddKeys(t *testing.T) {
 // each answer: 200, every key found with its version's value, the
 // version never going back.
 type batchReader struct {
+	failureLog
 	batches, keys int
-	failures      []string
 	versions      map[string]int
 	latencies     []time.Duration
 }
@@ -134,11 +134,7 @@ func runBatchReaders(ctx context.Context, n, size int, base string, hdr ...strin
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(r), 7))
 			last := ""
-			fail := func(format string, args ...any) {
-				if len(st.failures) < 5 {
-					st.failures = append(st.failures, fmt.Sprintf(format, args...))
-				}
-			}
+			fail := st.fail
 			for ctx.Err() == nil {
 				keys := make([][]byte, size)
 				for i := range keys {
@@ -187,12 +183,7 @@ func TestBatchDuringVersionUpgrade(t *testing.T) {
 	defer cancel()
 	done := make(chan []*batchReader)
 	go func() { done <- runBatchReaders(ctx, 8, 50, rd.base) }()
-	time.Sleep(500 * time.Millisecond)
-	writeVersion(t, src, testDB, "v2", testParts, testKeys)
-	a.Signal(syscall.SIGHUP)
-	b.Signal(syscall.SIGHUP)
-	rd.waitServed(t, testDB, "v2", 60*time.Second)
-	time.Sleep(time.Second)
+	rollToV2(t, src, rd, a, b)
 	cancel()
 	rs := <-done
 	batches := 0

@@ -21,10 +21,10 @@ import (
 // was answered from, in order, with repeats folded, and any answer whose
 // pin header disagrees with its version.
 type pinReader struct {
-	reads, failCount int
-	failures         []string
-	steps            []string
-	badPin           []string
+	failureLog
+	reads  int
+	steps  []string
+	badPin []string
 }
 
 // pinReaders runs n readers, reader i through bases[i%len(bases)], each
@@ -40,12 +40,7 @@ func pinReaders(ctx context.Context, n int, bases []string, db string, keys int)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fail := func(format string, args ...any) {
-				st.failCount++
-				if len(st.failures) < 5 {
-					st.failures = append(st.failures, fmt.Sprintf(format, args...))
-				}
-			}
+			fail := st.fail
 			for i := r; ctx.Err() == nil; i++ {
 				key := keyName(i % keys)
 				resp, err := client.Get(bases[r%len(bases)] + wire.KeyPath(db, []byte(key)))

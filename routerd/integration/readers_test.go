@@ -11,14 +11,27 @@ import (
 	"spangle/shared/wire"
 )
 
+// failureLog counts a reader's failures and keeps the first few,
+// described.
+type failureLog struct {
+	failCount int
+	failures  []string
+}
+
+func (f *failureLog) fail(format string, args ...any) {
+	f.failCount++
+	if len(f.failures) < 5 {
+		f.failures = append(f.failures, fmt.Sprintf(format, args...))
+	}
+}
+
 // readerStats is what one reader saw.
 type readerStats struct {
-	reads     int
-	failures  []string // first few failures, described
-	failCount int
-	versions  map[string]int // answers per version
-	wentDown  []string       // version went from a to b < a
-	statuses  map[int]int
+	failureLog
+	reads    int
+	versions map[string]int // answers per version
+	wentDown []string       // version went from a to b < a
+	statuses map[int]int
 }
 
 // readers runs n readers, each looping over all keys of db through base
@@ -36,12 +49,7 @@ func readers(ctx context.Context, n int, base, db string, keys int) []*readerSta
 			defer wg.Done()
 			defer client.CloseIdleConnections()
 			last := ""
-			fail := func(format string, args ...any) {
-				st.failCount++
-				if len(st.failures) < 5 {
-					st.failures = append(st.failures, fmt.Sprintf(format, args...))
-				}
-			}
+			fail := st.fail
 			for i := r; ctx.Err() == nil; i++ {
 				key := keyName(i % keys)
 				resp, err := client.Get(base + wire.KeyPath(db, []byte(key)))

@@ -29,12 +29,7 @@ func TestRemovedDBIsNotFoundOnZooKeeper(t *testing.T) {
 	const cluster = "gone"
 	const keep = "kept"
 	root := t.TempDir()
-	nodes := []*storaged{
-		startClusterStoraged(t, zks.Addr(), cluster, root),
-		startClusterStoraged(t, zks.Addr(), cluster, root),
-		startClusterStoraged(t, zks.Addr(), cluster, root),
-	}
-	w := watchRegistered(t, zks.Addr(), cluster, nodes)
+	nodes, w := startCluster(t, zks.Addr(), cluster, root, 3)
 	writeVersion(t, root, testDB, "v1", testParts, testKeys)
 	writeVersion(t, root, keep, "v1", testParts, 100)
 	rescanAll(nodes)

@@ -233,12 +233,7 @@ func TestNewVersionDuringReads(t *testing.T) {
 	defer cancel()
 	done := make(chan []*readerStats)
 	go func() { done <- readers(ctx, 8, rd.base, testDB, testKeys) }()
-	time.Sleep(500 * time.Millisecond)
-	writeVersion(t, src, testDB, "v2", testParts, testKeys)
-	a.Signal(syscall.SIGHUP)
-	b.Signal(syscall.SIGHUP)
-	rd.waitServed(t, testDB, "v2", 60*time.Second)
-	time.Sleep(time.Second)
+	rollToV2(t, src, rd, a, b)
 	cancel()
 	rs := <-done
 	reads, failures, samples, down, versions := total(rs)
@@ -287,4 +282,18 @@ func TestCacheAfterVersionSwitch(t *testing.T) {
 	if code, body, _, _ := get(t, client, rd.base+wire.KeyPath(testDB, []byte(keyName(1))), wire.HeaderVersion, "v1"); code != 200 || body != valueOf("v1", keyName(1)) {
 		t.Fatalf("pinned v1: %d %q", code, body)
 	}
+}
+
+// rollToV2 writes v2 of testDB into src under the readers already
+// running (after half a second of v1), has the nodes rescan, and waits
+// until rd serves v2, and a second more of reads.
+func rollToV2(t *testing.T, src string, rd *routerd, nodes ...*storaged) {
+	t.Helper()
+	time.Sleep(500 * time.Millisecond)
+	writeVersion(t, src, testDB, "v2", testParts, testKeys)
+	for _, n := range nodes {
+		n.Signal(syscall.SIGHUP)
+	}
+	rd.waitServed(t, testDB, "v2", 60*time.Second)
+	time.Sleep(time.Second)
 }

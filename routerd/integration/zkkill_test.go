@@ -50,6 +50,17 @@ func fullyReplicated(db, version string, want int) func(*topo.Map) string {
 	}
 }
 
+// startCluster runs n storaged nodes of cluster on source and returns
+// them with a watcher of the cluster that has seen all of them register.
+func startCluster(t *testing.T, zkAddr, cluster, source string, n int) ([]*storaged, topo.Watcher) {
+	t.Helper()
+	nodes := make([]*storaged, n)
+	for i := range nodes {
+		nodes[i] = startClusterStoraged(t, zkAddr, cluster, source)
+	}
+	return nodes, watchRegistered(t, zkAddr, cluster, nodes)
+}
+
 // watchRegistered watches the cluster's map in ZooKeeper at zkAddr, closed
 // at the test's end, and waits until every node is registered, so that a
 // version written next is dealt over all of them.
@@ -99,12 +110,7 @@ func TestKill9DuringReadsOnZooKeeper(t *testing.T) {
 	zks := zktest.Start(t)
 	const cluster = "rk"
 	root := t.TempDir()
-	nodes := []*storaged{
-		startClusterStoraged(t, zks.Addr(), cluster, root),
-		startClusterStoraged(t, zks.Addr(), cluster, root),
-		startClusterStoraged(t, zks.Addr(), cluster, root),
-	}
-	w := watchRegistered(t, zks.Addr(), cluster, nodes)
+	nodes, w := startCluster(t, zks.Addr(), cluster, root, 3)
 	writeVersion(t, root, testDB, "v1", testParts, testKeys)
 	rescanAll(nodes)
 	waitMap(t, w, 2*time.Minute, fullyReplicated(testDB, "v1", 2))

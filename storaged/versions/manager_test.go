@@ -340,12 +340,7 @@ func TestHeldHookWaitsAndFails(t *testing.T) {
 			if version == "v2" {
 				return nil, errors.New("partition count differs")
 			}
-			select {
-			case <-release:
-				return []int{0, 1, 2}, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+			return heldOnRelease(release)(ctx, db, version, n)
 		}}
 	})
 	waitFor(t, "v1 waiting for the cluster", func() bool {
@@ -433,4 +428,17 @@ func TestVersionWithoutFilesYet(t *testing.T) {
 	writeV(t, root, "db", "v2")
 	h.m.Scan(context.Background())
 	h.waitState("db", "v2", wire.StateActive)
+}
+
+// heldOnRelease is a Hooks.Held that holds partitions 0, 1 and 2 once
+// release is closed, as a cluster that has not decided yet.
+func heldOnRelease(release <-chan struct{}) func(ctx context.Context, db, version string, n int) ([]int, error) {
+	return func(ctx context.Context, db, version string, n int) ([]int, error) {
+		select {
+		case <-release:
+			return []int{0, 1, 2}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }

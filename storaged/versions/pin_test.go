@@ -110,18 +110,21 @@ func TestStandalonePinGenerationCountsAcrossRestarts(t *testing.T) {
 		st := h.m.Views().Status("db")["db"]
 		return st.Pin, st.PinGeneration, st.PinError
 	}
+	// expect waits until active serves and checks the pin and its
+	// generation.
+	expect := func(h *harness, what, active, pin string, gen uint64) {
+		t.Helper()
+		h.waitState("db", active, wire.StateActive)
+		if got, g, _ := status(h); got != pin || g != gen {
+			t.Fatalf("%s: pin %q generation %d, want %q at %d", what, got, g, pin, gen)
+		}
+	}
 
 	h := start(t, root, storeDir, nil)
-	h.waitState("db", "v2", wire.StateActive)
-	if pin, gen, _ := status(h); pin != "" || gen != 0 {
-		t.Fatalf("never pinned: pin %q generation %d, want none and 0", pin, gen)
-	}
+	expect(h, "never pinned", "v2", "", 0)
 	writePin(t, root, "db", "v1\n")
 	h.m.Refresh()
-	h.waitState("db", "v1", wire.StateActive)
-	if pin, gen, _ := status(h); pin != "v1" || gen != 1 {
-		t.Fatalf("first pin: %q generation %d, want v1 at 1", pin, gen)
-	}
+	expect(h, "first pin", "v1", "v1", 1)
 	// The same marker at every later scan is no new step.
 	h.m.Scan(context.Background())
 	h.m.Scan(context.Background())
@@ -145,22 +148,13 @@ func TestStandalonePinGenerationCountsAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.m.Refresh()
-	h.waitState("db", "v2", wire.StateActive)
-	if pin, gen, _ := status(h); pin != "" || gen != 2 {
-		t.Fatalf("unpin: %q generation %d, want none at 2", pin, gen)
-	}
+	expect(h, "unpin", "v2", "", 2)
 	h.stop()
 	h = start(t, root, storeDir, nil)
-	h.waitState("db", "v2", wire.StateActive)
-	if pin, gen, _ := status(h); pin != "" || gen != 2 {
-		t.Fatalf("restarted unpinned: %q generation %d, want none at 2", pin, gen)
-	}
+	expect(h, "restarted unpinned", "v2", "", 2)
 	writePin(t, root, "db", "v1")
 	h.m.Refresh()
-	h.waitState("db", "v1", wire.StateActive)
-	if pin, gen, _ := status(h); pin != "v1" || gen != 3 {
-		t.Fatalf("pinned again: %q generation %d, want v1 at 3", pin, gen)
-	}
+	expect(h, "pinned again", "v1", "v1", 3)
 	steps, err := h.store.PinSteps()
 	if err != nil || steps["db"] != (store.PinStep{Version: "v1", Generation: 3}) {
 		t.Fatalf("recorded steps %+v, %v; want db at v1, 3", steps, err)

@@ -149,14 +149,7 @@ func TestLoadTookLeavesOutClusterWait(t *testing.T) {
 	log, logs := observed(t)
 	h := start(t, root, t.TempDir(), func(o *Options) {
 		o.Log = log
-		o.Hooks = Hooks{Held: func(ctx context.Context, db, version string, n int) ([]int, error) {
-			select {
-			case <-release:
-				return []int{0, 1, 2}, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}}
+		o.Hooks = Hooks{Held: heldOnRelease(release)}
 	})
 	waitFor(t, "v1 waiting for the cluster", func() bool {
 		return h.m.Views().Health()["db"]["v1"].Reason == reasonWaitingForCluster
