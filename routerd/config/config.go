@@ -275,35 +275,15 @@ func storagedAddr(s string, tls bool) (string, error) {
 	return u.Host, nil
 }
 
-// listFlag is a comma-separated list flag.
-type listFlag struct{ p *[]string }
-
-func (l listFlag) String() string {
-	if l.p == nil {
-		return ""
-	}
-	return strings.Join(*l.p, ",")
-}
-
-func (l listFlag) Set(s string) error {
-	*l.p = nil
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			*l.p = append(*l.p, v)
-		}
-	}
-	return nil
-}
-
 // bind registers every flag on fs, writing into c.
 func bind(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Debug.Bind, "debug-bind", c.Debug.Bind, "serve /debug/pprof/ and /debug/vars on this address; never the app-facing one (debug.bind)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json, or console for a terminal (log_format)")
 	fs.StringVar(&c.Bind, "bind", c.Bind, "app-facing HTTP address")
-	fs.Var(listFlag{&c.ZK.Servers}, "zk", "ZooKeeper servers host:port,... (ZooKeeper discovery) (zk.servers)")
+	fs.Var(cliflags.List{P: &c.ZK.Servers}, "zk", "ZooKeeper servers host:port,... (ZooKeeper discovery) (zk.servers)")
 	fs.StringVar(&c.Sharding.ClusterName, "cluster", c.Sharding.ClusterName, "cluster name under the ZooKeeper prefix (default "+DefaultClusterName+"; alone it selects ZooKeeper on "+DefaultZK+") (sharding.cluster_name)")
 	c.ZK.BindFlags(fs, "needed to read a cluster with acl_read auth")
-	fs.Var(listFlag{&c.Storaged}, "storaged", "static discovery: storaged URLs http://host:port,... (default "+DefaultStoraged+" when no zk)")
+	fs.Var(cliflags.List{P: &c.Storaged}, "storaged", "static discovery: storaged URLs http://host:port,... (default "+DefaultStoraged+" when no zk)")
 	fs.DurationVar(&c.StoragedPoll, "storaged-poll", c.StoragedPoll, "how often static discovery reads each storaged's status")
 	fs.DurationVar(&c.ProxyTimeout, "proxy-timeout", c.ProxyTimeout, "bound of one lookup (504 after)")
 	fs.DurationVar(&c.ProxyStageTimeout, "proxy-stage-timeout", c.ProxyStageTimeout, "time one replica gets before another starts (default proxy-timeout / replication)")

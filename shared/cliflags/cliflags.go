@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 )
 
 // ErrVersion is returned by a command line parser given --version: the
@@ -31,4 +32,33 @@ func SetUsage(fs *flag.FlagSet, head string, hidden ...string) {
 		})
 		shown.PrintDefaults()
 	}
+}
+
+// SplitList splits a comma-separated flag value, trimming the spaces
+// around each item and dropping empty ones.
+func SplitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// List is a flag.Value holding a comma-separated list in *P; each Set
+// replaces it.
+type List struct{ P *[]string }
+
+func (l List) String() string {
+	if l.P == nil {
+		return ""
+	}
+	return strings.Join(*l.P, ",")
+}
+
+// Set implements flag.Value.
+func (l List) Set(s string) error {
+	*l.P = SplitList(s)
+	return nil
 }

@@ -77,3 +77,21 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitListAndList(t *testing.T) {
+	if got := SplitList(" a, b,,c ,"); strings.Join(got, "|") != "a|b|c" {
+		t.Fatalf("SplitList = %q", got)
+	}
+	if got := SplitList(" , "); got != nil {
+		t.Fatalf("SplitList of nothing = %q, want nil", got)
+	}
+	var servers []string
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.Var(List{P: &servers}, "zk", "servers")
+	if err := fs.Parse([]string{"--zk", "z1:1, z2:2", "--zk", "z3:3"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(servers, ",") != "z3:3" || fs.Lookup("zk").Value.String() != "z3:3" {
+		t.Fatalf("the last --zk wins: %q", servers)
+	}
+}

@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"spangle/shared/certgen"
+	"spangle/shared/cliflags"
 )
 
 // certs runs `spangle certs --out DIR --names a,b,...`: a CA and the
@@ -39,7 +39,7 @@ func certs(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "spangle certs: --validity must be positive and at most 100 years")
 		return 2
 	}
-	err := certgen.WriteSet(*out, certgen.SetOptions{Names: splitList(*names), ClientNames: splitList(*clients), Validity: *validity})
+	err := certgen.WriteSet(*out, certgen.SetOptions{Names: cliflags.SplitList(*names), ClientNames: cliflags.SplitList(*clients), Validity: *validity})
 	if err != nil {
 		fmt.Fprintln(stderr, "spangle:", err)
 		return 1
@@ -47,14 +47,4 @@ func certs(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "wrote %s, %s (peers: %s), %s (clients: %s) and their keys into %s; keep %s off the cluster\n",
 		certgen.CAFile, certgen.PeerFile, *names, certgen.ClientFile, *clients, *out, certgen.CAKeyFile)
 	return 0
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

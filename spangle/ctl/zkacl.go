@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"spangle/shared/cliflags"
 	"spangle/shared/topo"
 	"spangle/shared/topo/zktopo"
 )
@@ -66,12 +67,7 @@ func ZKACL(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "spangle zk-acl: no credential: set %s or --zk-auth-file\n", zktopo.AuthEnv)
 		return 2
 	}
-	var list []string
-	for _, s := range strings.Split(*servers, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			list = append(list, s)
-		}
-	}
+	list := cliflags.SplitList(*servers)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	verb := "set"

@@ -22,12 +22,7 @@ func (z zkFlag) String() string {
 }
 
 func (z zkFlag) Set(s string) error {
-	z.c.ZK.Servers = nil
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			z.c.ZK.Servers = append(z.c.ZK.Servers, v)
-		}
-	}
+	z.c.ZK.Servers = cliflags.SplitList(s)
 	z.c.Sharding.Enabled = len(z.c.ZK.Servers) > 0
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"spangle/bench/peers"
 	"spangle/bench/suite"
+	"spangle/shared/cliflags"
 )
 
 func main() {
@@ -78,7 +78,7 @@ func bench(ctx context.Context, args []string) error {
 		Conns: *conns, Rounds: *rounds, Round: *round,
 		Storaged: *bin + "/storaged", Routerd: *bin + "/routerd",
 		TempDir: *tmp, Keep: *keep, Logger: log,
-		Sections:     splitList(*sections),
+		Sections:     cliflags.SplitList(*sections),
 		StoragedArgs: configArgs(*stConfig),
 	})
 	if rep != nil {
@@ -112,16 +112,6 @@ func servePeer(ctx context.Context, kind string, args []string) error {
 		return err
 	}
 	return peers.Serve(ctx, *bind, h)
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func configArgs(path string) []string {
