@@ -35,6 +35,31 @@ func statusOf(t *testing.T, addr string) wire.NodeStatus {
 	return st
 }
 
+// startMemNode starts a cluster node in process on root, on a free port,
+// coordinated through srv, deciding 300 ms after the node list settles
+// and without fsync; configure, if not nil, changes its configuration
+// first. The node stops when the test ends, or earlier by the cancel
+// function returned.
+func startMemNode(t *testing.T, srv *memtopo.Server, root string, configure func(*config.Config)) (*Daemon, context.CancelFunc) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Source, cfg.LocalStore, cfg.Bind = root, t.TempDir(), "127.0.0.1:0"
+	cfg.ZK.Servers = []string{"unused:2181"}
+	cfg.Sharding.TimeToConverge = 300 * time.Millisecond
+	cfg.LevelDB.NoSync = true
+	if configure != nil {
+		configure(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := StartWith(ctx, cfg, zaptest.NewLogger(t), Options{Conn: srv.Conn()})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); d.Wait() })
+	return d, cancel
+}
+
 // TestClusterModeInProcess runs three daemons in cluster mode on the
 // in-memory coordination service: each loads what the ring deals it,
 // answers 421 for the rest, shows the cluster map, and activates a
@@ -46,17 +71,7 @@ func TestClusterModeInProcess(t *testing.T) {
 	var ds []*Daemon
 	var shards []string
 	for i := 0; i < 3; i++ {
-		cfg := config.Default()
-		cfg.Source, cfg.LocalStore, cfg.Bind = root, t.TempDir(), "127.0.0.1:0"
-		cfg.ZK.Servers = []string{"unused:2181"}
-		cfg.Sharding.TimeToConverge = 300 * time.Millisecond
-		cfg.LevelDB.NoSync = true
-		ctx, cancel := context.WithCancel(context.Background())
-		d, err := StartWith(ctx, cfg, zaptest.NewLogger(t), Options{Conn: srv.Conn()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cancel(); d.Wait() })
+		d, _ := startMemNode(t, srv, root, nil)
 		ds = append(ds, d)
 		shards = append(shards, d.Addr)
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"spangle/shared/partitioner"
 	"spangle/shared/placement"
 	"spangle/shared/seqfile"
@@ -35,18 +33,7 @@ func TestCoordinationInProcess(t *testing.T) {
 		shards  []string
 	)
 	for i := 0; i < 3; i++ {
-		cfg := config.Default()
-		cfg.Source, cfg.LocalStore, cfg.Bind = root, t.TempDir(), "127.0.0.1:0"
-		cfg.ZK.Servers = []string{"unused:2181"}
-		cfg.Sharding.TimeToConverge = 300 * time.Millisecond
-		cfg.Sharding.RereplicateAfter = 500 * time.Millisecond
-		cfg.LevelDB.NoSync = true
-		ctx, cancel := context.WithCancel(context.Background())
-		d, err := StartWith(ctx, cfg, zaptest.NewLogger(t), Options{Conn: srv.Conn()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cancel(); d.Wait() })
+		d, cancel := startMemNode(t, srv, root, func(cfg *config.Config) { cfg.Sharding.RereplicateAfter = 500 * time.Millisecond })
 		ds, cancels, shards = append(ds, d), append(cancels, cancel), append(shards, d.Addr)
 	}
 	watch := srv.Watcher()

@@ -1,13 +1,10 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
 
 	"spangle/shared/placement"
 	"spangle/shared/seqfile"
@@ -25,18 +22,7 @@ func TestRebalanceOnJoinInProcess(t *testing.T) {
 	root := t.TempDir()
 	srv := memtopo.NewServer()
 	start := func() *Daemon {
-		cfg := config.Default()
-		cfg.Source, cfg.LocalStore, cfg.Bind = root, t.TempDir(), "127.0.0.1:0"
-		cfg.ZK.Servers = []string{"unused:2181"}
-		cfg.Sharding.TimeToConverge = 300 * time.Millisecond
-		cfg.Sharding.Assignment = "rendezvous"
-		cfg.LevelDB.NoSync = true
-		ctx, cancel := context.WithCancel(context.Background())
-		d, err := StartWith(ctx, cfg, zaptest.NewLogger(t), Options{Conn: srv.Conn()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cancel(); d.Wait() })
+		d, _ := startMemNode(t, srv, root, func(cfg *config.Config) { cfg.Sharding.Assignment = "rendezvous" })
 		return d
 	}
 	ds := []*Daemon{start(), start(), start()}

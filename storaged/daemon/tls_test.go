@@ -46,19 +46,10 @@ func TestTLSClusterInProcess(t *testing.T) {
 	root := t.TempDir()
 	srv := memtopo.NewServer()
 	start := func() *Daemon {
-		cfg := config.Default()
-		cfg.Source, cfg.LocalStore, cfg.Bind = root, t.TempDir(), "127.0.0.1:0"
-		cfg.ZK.Servers = []string{"unused:2181"}
-		cfg.Sharding.TimeToConverge = 200 * time.Millisecond
-		cfg.LevelDB.NoSync = true
-		cfg.TLS = set.Peer("require")
-		ctx, cancel := context.WithCancel(context.Background())
-		d, err := StartWith(ctx, cfg, zaptest.NewLogger(t), Options{Conn: srv.Conn()})
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cancel(); d.Wait() })
+		d, _ := startMemNode(t, srv, root, func(cfg *config.Config) {
+			cfg.Sharding.TimeToConverge = 200 * time.Millisecond
+			cfg.TLS = set.Peer("require")
+		})
 		return d
 	}
 	a := start()
