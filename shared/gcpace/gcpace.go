@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"spangle/shared/wait"
 )
 
 // DefaultFloor is Go's default, GOGC=100: the least percentage Run sets
@@ -72,15 +74,5 @@ func Run(ctx context.Context, headroom int64, floor int, every time.Duration) {
 	}
 	old := debug.SetGCPercent(DefaultFloor)
 	defer debug.SetGCPercent(old)
-	pace()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			pace()
-		}
-	}
+	wait.Every(ctx, every, func(context.Context) { pace() })
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"spangle/shared/wait"
 )
 
 // DefaultInterval is how often Run looks at the files: certificates
@@ -49,6 +51,7 @@ type Source struct {
 	mu       sync.Mutex        // serializes Reload
 	seen     [sha256.Size]byte // guarded by mu; the contents last tried
 	seenErr  string            // guarded by mu; the read error last logged
+	refused  error             // guarded by mu; why the contents last tried were refused
 	refusals *onceSet          // which refused peers were logged
 }
 
@@ -114,16 +117,7 @@ func (s *Source) Run(ctx context.Context) {
 	if s == nil {
 		return
 	}
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = s.Reload()
-		}
-	}
+	wait.Every(ctx, s.interval, func(context.Context) { _ = s.Reload() })
 }
 
 // ErrRefused marks a changed set that failed validation; the old set
@@ -156,14 +150,15 @@ func (s *Source) Reload() error {
 		if sum == s.cur.Load().hash {
 			return nil
 		}
-		return ErrRefused // refused before, unchanged since
+		return s.refused // refused before, unchanged since: the same reason
 	}
 	s.seen = sum
 	b, err := parse(s.settings, f, s.now())
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("refused").Inc()
 		s.log.Warn("tls: new certificate set refused; the old one keeps serving", zap.Error(err))
-		return fmt.Errorf("%w: %w", ErrRefused, err)
+		s.refused = fmt.Errorf("%w: %w", ErrRefused, err)
+		return s.refused
 	}
 	b.hash = sum
 	s.cur.Store(b)

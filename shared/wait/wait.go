@@ -43,3 +43,18 @@ func Poll(ctx context.Context, interval time.Duration, cond func(ctx context.Con
 		}
 	}
 }
+
+// Every calls fn at once, then every d, until ctx ends. A call that
+// takes longer than d delays the next; none overlap.
+func Every(ctx context.Context, d time.Duration, fn func(ctx context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		fn(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -55,3 +55,28 @@ func TestPoll(t *testing.T) {
 		t.Fatalf("Poll = %v; want the deadline and the last error", err)
 	}
 }
+
+func TestEveryCallsAtOnceThenEachPeriodUntilDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := make(chan time.Time, 10)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		Every(ctx, 20*time.Millisecond, func(context.Context) { calls <- time.Now() })
+		close(done)
+	}()
+	first := <-calls
+	if first.Sub(start) > 15*time.Millisecond {
+		t.Errorf("first call after %v, want at once", first.Sub(start))
+	}
+	second := <-calls
+	if d := second.Sub(first); d < 10*time.Millisecond {
+		t.Errorf("second call %v after the first, want about a period", d)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Every did not return when its context ended")
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"spangle/shared/dbver"
 	"spangle/shared/topo"
+	"spangle/shared/wait"
 )
 
 // ErrNotServable is what a Holder's Fetch returns (wrapped) when the node
@@ -88,20 +89,14 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 func (f *Follower) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	tk := time.NewTicker(f.opts.Interval)
-	defer tk.Stop()
-	for {
+	wait.Every(ctx, f.opts.Interval, func(ctx context.Context) {
 		if as, err := f.opts.Coord.Assignments(ctx); err == nil {
 			for _, a := range as {
 				f.follow(ctx, &wg, a)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tk.C:
-		}
-	}
+	})
+	return nil
 }
 
 // follow starts the fetches and does the drops that a asks of this node.

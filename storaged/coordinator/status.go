@@ -7,6 +7,7 @@ import (
 
 	"spangle/shared/dbver"
 	"spangle/shared/topo"
+	"spangle/shared/wait"
 	"spangle/shared/wire"
 )
 
@@ -121,16 +122,7 @@ func (c *Coordinator) setProgress(m *topo.Map, ring topo.Ring, d topo.Decision, 
 
 // refreshLoop keeps the status fresh on every node, leader or not.
 func (c *Coordinator) refreshLoop(ctx context.Context) {
-	tk := time.NewTicker(c.opts.Interval)
-	defer tk.Stop()
-	for {
-		c.refresh(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-		}
-	}
+	wait.Every(ctx, c.opts.Interval, c.refresh)
 }
 
 func (c *Coordinator) refresh(ctx context.Context) {

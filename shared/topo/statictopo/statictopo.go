@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/shared/topo"
+	"spangle/shared/wait"
 	"spangle/shared/wire"
 )
 
@@ -143,16 +144,8 @@ func parseURL(s, scheme string) (node, error) {
 // returns nil then.
 func (w *Watcher) Run(ctx context.Context) error {
 	defer w.opts.Client.CloseIdleConnections()
-	tk := time.NewTicker(w.opts.Period)
-	defer tk.Stop()
-	for {
-		w.Poll(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tk.C:
-		}
-	}
+	wait.Every(ctx, w.opts.Period, w.Poll)
+	return nil
 }
 
 // Poll reads every node once, in parallel, and publishes the map they
