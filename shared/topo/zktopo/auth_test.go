@@ -343,3 +343,172 @@ func TestReadersWithoutCredential(t *testing.T) {
 		})
 	}
 }
+
+// TestWorldWritableWarnsOnce: a Conn with a credential that finds the
+// cluster's znodes open to every client (created before the credential
+// was set) warns once; zk-acl's SetClusterACL then gives them the
+// cluster's ACL, after which the old world-writable znodes are closed
+// and a new Conn finds nothing to warn of.
+func TestWorldWritableWarnsOnce(t *testing.T) {
+	srv := zktest.StartWith(t, zktest.Options{Super: superCred})
+	ctx := context.Background()
+	// The cluster as it ran without a credential.
+	old := openWith(t, srv.Addr(), zktopo.Options{}, true)
+	populate(t, old, "127.0.0.1:9000")
+	root := "/spangle/" + cluster(t)
+
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := openWith(t, srv.Addr(), zktopo.Options{Auth: credential(t, clusterCred), Logger: zap.New(core)}, true)
+	// It works meanwhile: the world ACL lets it do everything.
+	if err := c.RegisterNode(ctx, topo.Node{ID: "n2", Addr: "127.0.0.1:9001"}); err != nil {
+		t.Fatal(err)
+	}
+	warned := func() []observer.LoggedEntry {
+		return logs.FilterLevelExact(zapcore.WarnLevel).FilterMessageSnippet("open to every ZooKeeper client").All()
+	}
+	deadline := time.Now().Add(topotest.Timeout)
+	for len(warned()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	w := warned()
+	if len(w) != 1 {
+		t.Fatalf("%d warnings, want 1: %v", len(w), logs.All())
+	}
+	f := w[0].ContextMap()
+	if f["world_writable"].(int64) < 5 || !strings.HasPrefix(f["example"].(string), root) {
+		t.Errorf("the warning says %v", f)
+	}
+	t.Logf("warned: %s %v", w[0].Message, f)
+
+	// The migration: a dry run changes nothing; the run changes all.
+	opts := zktopo.Options{Servers: []string{srv.Addr()}, Cluster: cluster(t), Auth: credential(t, clusterCred)}
+	var listed []string
+	dry, err := zktopo.SetClusterACL(ctx, opts, true, func(p string, _ []zk.ACL) { listed = append(listed, p) })
+	if err != nil || dry.Changed == 0 || dry.Changed != len(listed) || dry.Root != root {
+		t.Fatalf("dry run: %+v, %v (listed %d)", dry, err, len(listed))
+	}
+	raw := srv.Raw(t)
+	if err := raw.Conn.Delete(root+"/v1/pins/db", -1); err != nil {
+		t.Fatalf("after the dry run, the pin should still be open: %v", err)
+	}
+	rep, err := zktopo.SetClusterACL(ctx, opts, false, nil)
+	if err != nil || rep.Changed == 0 || rep.Changed < dry.Changed-1 {
+		t.Fatalf("SetClusterACL: %+v, %v (dry run %+v)", rep, err, dry)
+	}
+	t.Logf("dry run %+v; run %+v", dry, rep)
+	for path, acl := range walk(t, srv.RawAuth(t, superCred), root) {
+		if want := []zk.ACL{digestOf(clusterCred), {Perms: zk.PermRead, Scheme: "world", ID: "anyone"}}; !sameACL(acl, want) {
+			t.Errorf("%s after the migration: %v", path, acl)
+		}
+	}
+	if _, err := raw.Conn.Create(root+"/v1/nodes/rogue@127.0.0.1:1", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("registering without the credential after the migration: %v", err)
+	}
+	again, err := zktopo.SetClusterACL(ctx, opts, false, nil)
+	if err != nil || again.Changed != 0 {
+		t.Errorf("a second run: %+v, %v", again, err)
+	}
+	// The running Conns go on, and a new one warns of nothing.
+	if err := c.PublishPartition(ctx, "db", "v1", 1, "127.0.0.1:9001"); err != nil {
+		t.Errorf("publishing after the migration: %v", err)
+	}
+	core2, logs2 := observer.New(zapcore.DebugLevel)
+	openWith(t, srv.Addr(), zktopo.Options{Auth: credential(t, clusterCred), Logger: zap.New(core2)}, true)
+	deadline = time.Now().Add(topotest.Timeout)
+	for len(logs2.FilterMessageSnippet("carry its ACL").All()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(logs2.FilterMessageSnippet("carry its ACL").All()); n != 1 || len(logs2.FilterLevelExact(zapcore.WarnLevel).All()) != 0 {
+		t.Errorf("after the migration: %v", logs2.All())
+	}
+	// Without the credential it cannot run.
+	if _, err := zktopo.SetClusterACL(ctx, zktopo.Options{Servers: opts.Servers, Cluster: opts.Cluster}, false, nil); err == nil {
+		t.Error("SetClusterACL without a credential ran")
+	}
+}
+
+// TestReauthAfterReconnectAndExpiry: the client gives the credential
+// again on every connection: after a reconnection (same session) and
+// after the session expired, the Conn publishes again under the ACL and
+// its new writes are accepted.
+func TestReauthAfterReconnectAndExpiry(t *testing.T) {
+	srv := zktest.StartWith(t, zktest.Options{Super: superCred})
+	p := srv.Proxy(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := openWith(t, p.Addr(), zktopo.Options{Auth: credential(t, clusterCred), Logger: zap.New(core)}, true)
+	ctx := context.Background()
+	const addr = "127.0.0.1:9300"
+	if err := c.RegisterNode(ctx, topo.Node{ID: "n", Addr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	super := srv.RawAuth(t, superCred)
+	nodePath := "/spangle/" + cluster(t) + "/v1/nodes/" + addr + "@" + addr
+	owner := func() int64 {
+		ok, st, err := super.Conn.Exists(nodePath)
+		if err != nil || !ok {
+			return 0
+		}
+		return st.EphemeralOwner
+	}
+	first := owner()
+	if first == 0 {
+		t.Fatal("the node is not registered")
+	}
+	publish := func(version string) {
+		t.Helper()
+		deadline := time.Now().Add(topotest.Timeout)
+		for {
+			_, err := c.PublishVersion(ctx, "db", version, topo.VersionInfo{NumPartitions: 1})
+			if err == nil {
+				err = c.PublishPartition(ctx, "db", version, 0, addr)
+			}
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, topo.ErrUnavailable) || time.Now().After(deadline) {
+				t.Fatalf("publishing %s: %v", version, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// A reconnection within the session: a new connection, the same
+	// session, and ZooKeeper forgets a connection's credential.
+	p.Cut()
+	time.Sleep(200 * time.Millisecond)
+	p.Heal()
+	publish("v1")
+	if got := owner(); got != first {
+		// Only a machine too loaded to reconnect within the session
+		// timeout gets here; the new session was authenticated too.
+		t.Logf("the session expired during the reconnection (owner %x, was %x)", got, first)
+		first = got
+	}
+
+	// A session expiry: everything is published again by a new session.
+	p.Cut()
+	time.Sleep(2 * sessionTimeout)
+	p.Heal()
+	deadline := time.Now().Add(topotest.Timeout)
+	for got := owner(); got == 0 || got == first; got = owner() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node was not registered again by a new session (owner %x)", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	publish("v2")
+	want := []zk.ACL{digestOf(clusterCred), {Perms: zk.PermRead, Scheme: "world", ID: "anyone"}}
+	for _, path := range []string{nodePath, "/spangle/" + cluster(t) + "/v1/partitions/db/v2/0@" + addr} {
+		if acl := super.ACL(path); !sameACL(acl, want) {
+			t.Errorf("%s after the expiry: ACL %v, want %v", path, acl, want)
+		}
+	}
+	if errs := logs.FilterLevelExact(zapcore.ErrorLevel).All(); len(errs) != 0 {
+		t.Errorf("errors logged: %v", errs)
+	}
+	if n := len(logs.FilterMessage("zktopo: session expired; a new one will publish everything again").All()); n < 1 {
+		t.Errorf("%d session expiries logged, want 1", n)
+	}
+	assertNoSecret(t, logs)
+}
