@@ -1,6 +1,7 @@
 package health
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -84,13 +85,8 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{"n1:1:closed>open", "n1:1:open>half-open", "n1:1:half-open>closed"}
-	if len(trans) != len(want) {
+	if !slices.Equal(trans, want) {
 		t.Fatalf("transitions %v, want %v", trans, want)
-	}
-	for i := range want {
-		if trans[i] != want[i] {
-			t.Fatalf("transitions %v, want %v", trans, want)
-		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package partmap
 
 import (
+	"slices"
 	"testing"
 
 	"spangle/shared/topo"
@@ -59,13 +60,8 @@ func TestPinRule(t *testing.T) {
 		}
 	}
 	want := []string{">v2", "v2>v1", "v1>v3", "v3>v0", "v0>v4", "v4>v5"}
-	if len(switches) != len(want) {
+	if !slices.Equal(switches, want) {
 		t.Fatalf("switches %v, want %v", switches, want)
-	}
-	for i := range want {
-		if switches[i] != want[i] {
-			t.Fatalf("switches %v, want %v", switches, want)
-		}
 	}
 }
 

@@ -2,6 +2,7 @@ package zktopo
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,13 +31,8 @@ func TestZKLoggerQuietDuringOutage(t *testing.T) {
 	}
 	want := []zapcore.Level{zapcore.WarnLevel, zapcore.DebugLevel, zapcore.DebugLevel, zapcore.DebugLevel, zapcore.DebugLevel,
 		zapcore.InfoLevel, zapcore.WarnLevel}
-	if len(levels) != len(want) {
+	if !slices.Equal(levels, want) {
 		t.Fatalf("levels %v, want %v", levels, want)
-	}
-	for i := range want {
-		if levels[i] != want[i] {
-			t.Fatalf("levels %v, want %v", levels, want)
-		}
 	}
 }
 
