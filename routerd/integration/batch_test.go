@@ -134,7 +134,6 @@ func runBatchReaders(ctx context.Context, n, size int, base string, hdr ...strin
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(r), 7))
 			last := ""
-			fail := st.fail
 			for ctx.Err() == nil {
 				keys := make([][]byte, size)
 				for i := range keys {
@@ -145,24 +144,24 @@ func runBatchReaders(ctx context.Context, n, size int, base string, hdr ...strin
 				st.latencies = append(st.latencies, time.Since(start))
 				st.batches++
 				if code != 200 || err != nil {
-					fail("status %d: %v", code, err)
+					st.fail("status %d: %v", code, err)
 					continue
 				}
 				st.versions[a.Version]++
 				if a.Version < last {
-					fail("version went back from %s to %s", last, a.Version)
+					st.fail("version went back from %s to %s", last, a.Version)
 				}
 				last = a.Version
 				for raw, reason := range a.Failed {
-					fail("%s failed: %s", raw, reason)
+					st.fail("%s failed: %s", raw, reason)
 				}
 				for _, k := range keys {
 					st.keys++
 					raw := strings.TrimSuffix(string(wire.AppendBatchKey(nil, k)), "\n")
 					if v, ok := a.Found[raw]; ok && string(v) != valueOf(a.Version, string(k)) {
-						fail("%s: %q in an answer of version %s", k, v, a.Version)
+						st.fail("%s: %q in an answer of version %s", k, v, a.Version)
 					} else if !ok && a.Failed[raw] == "" {
-						fail("%s: not found", k)
+						st.fail("%s: not found", k)
 					}
 				}
 			}

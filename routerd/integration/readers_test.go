@@ -25,6 +25,26 @@ func (f *failureLog) fail(format string, args ...any) {
 	}
 }
 
+// answer reads and closes resp's body, the answer to a GET of key, and
+// returns the version it names when it is 200 with key's value in that
+// version; otherwise it records the failure and returns ok false.
+func (f *failureLog) answer(key string, resp *http.Response) (version string, ok bool) {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	v := resp.Header.Get(wire.HeaderVersion)
+	switch {
+	case err != nil:
+		f.fail("%s: reading body: %v", key, err)
+	case resp.StatusCode != 200:
+		f.fail("%s: status %d: %s", key, resp.StatusCode, body)
+	case string(body) != valueOf(v, key):
+		f.fail("%s: value %q under version %q", key, body, v)
+	default:
+		return v, true
+	}
+	return v, false
+}
+
 // readerStats is what one reader saw.
 type readerStats struct {
 	failureLog
@@ -49,27 +69,16 @@ func readers(ctx context.Context, n int, base, db string, keys int) []*readerSta
 			defer wg.Done()
 			defer client.CloseIdleConnections()
 			last := ""
-			fail := st.fail
 			for i := r; ctx.Err() == nil; i++ {
 				key := keyName(i % keys)
 				resp, err := client.Get(base + wire.KeyPath(db, []byte(key)))
 				if err != nil {
-					fail("%s: %v", key, err)
+					st.fail("%s: %v", key, err)
 					continue
 				}
-				body, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
 				st.reads++
 				st.statuses[resp.StatusCode]++
-				v := resp.Header.Get(wire.HeaderVersion)
-				switch {
-				case err != nil:
-					fail("%s: reading body: %v", key, err)
-				case resp.StatusCode != 200:
-					fail("%s: status %d: %s", key, resp.StatusCode, body)
-				case string(body) != valueOf(v, key):
-					fail("%s: value %q under version %q", key, body, v)
-				default:
+				if v, ok := st.answer(key, resp); ok {
 					st.versions[v]++
 					if v < last {
 						st.wentDown = append(st.wentDown, last+">"+v)
