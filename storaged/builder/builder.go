@@ -121,7 +121,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 		return Opened{}, fmt.Errorf("versions: %s/%s: %w", db, name, err)
 	}
 	n, ctype := layout.Partitions, layout.ContentType
-	if man, err := st.ReadManifest(db, name); err == nil && man.Matches(files, held) && man.NumPartitions == n {
+	if man, err := st.ReadManifest(dbver.Of(db, name)); err == nil && man.Matches(files, held) && man.NumPartitions == n {
 		parts, err := b.Open(func(p int) string { return st.PartitionDir(dbver.Of(db, name).Partition(p)) }, n, held)
 		if err == nil {
 			// Its values were built as the marker said then.
@@ -130,7 +130,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 		b.log.Warn("local copy unreadable; loading again", zap.String("db", db), zap.String("version", name), zap.Error(err))
 	}
 	// Anything else there is half-written or stale.
-	if err := st.Remove(db, name); err != nil {
+	if err := st.Remove(dbver.Of(db, name)); err != nil {
 		return Opened{}, LocalErr(err)
 	}
 	created := newest(files)

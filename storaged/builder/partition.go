@@ -61,7 +61,7 @@ func (b *Builder) Fill(ctx context.Context, p dbver.Partition, files []source.Fi
 // and opens it there.
 func (b *Builder) BuildBeside(ctx context.Context, db, name string, files []source.File, n int, held []int, loaded time.Time) (Opened, error) {
 	st := b.opts.Store
-	if err := st.RemoveRebuild(db, name); err != nil {
+	if err := st.RemoveRebuild(dbver.Of(db, name)); err != nil {
 		return Opened{}, LocalErr(err)
 	}
 	created := newest(files)

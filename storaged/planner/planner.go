@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/shared/topo"
 	"spangle/storaged/store"
@@ -225,7 +226,7 @@ func (pl *Planner) Plan(ctx context.Context, db string, versions []string) (p Pl
 			}
 		}
 		c := &Candidate{Name: name, Files: files}
-		if man, err := pl.opts.Store.ReadManifest(db, name); err == nil && man.Matches(files, nil) {
+		if man, err := pl.opts.Store.ReadManifest(dbver.Of(db, name)); err == nil && man.Matches(files, nil) {
 			c.Local = true
 		}
 		if p.Target == nil {
@@ -253,7 +254,7 @@ func (pl *Planner) settled(ctx context.Context, db, name string, files []source.
 	if ok, err := pl.opts.Source.Succeeded(ctx, db, name); err == nil && ok {
 		return true
 	}
-	if man, err := pl.opts.Store.ReadManifest(db, name); err == nil && man.Matches(files, nil) {
+	if man, err := pl.opts.Store.ReadManifest(dbver.Of(db, name)); err == nil && man.Matches(files, nil) {
 		return true
 	}
 	pl.mu.Lock()

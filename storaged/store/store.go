@@ -116,7 +116,8 @@ func checkNames(db, version string) error {
 }
 
 // VersionDir is where a version lives.
-func (s *Store) VersionDir(db, version string) string {
+func (s *Store) VersionDir(v dbver.Version) string {
+	db, version := v.DB, v.Version
 	return filepath.Join(s.root, db, version)
 }
 
@@ -124,19 +125,21 @@ func (s *Store) VersionDir(db, version string) string {
 // copy in VersionDir keeps serving; SwapRebuilt moves it in place. Its
 // name starts with '.', which no version can: List, and so the clean-up
 // of unknown versions, never takes it for one.
-func (s *Store) RebuildDir(db, version string) string {
+func (s *Store) RebuildDir(v dbver.Version) string {
+	db, version := v.DB, v.Version
 	return filepath.Join(s.root, db, "."+version+".rebuild")
 }
 
 // retiredDir is where SwapRebuilt puts the copy it replaces, until
 // RemoveRetired deletes it.
-func (s *Store) retiredDir(db, version string) string {
+func (s *Store) retiredDir(v dbver.Version) string {
+	db, version := v.DB, v.Version
 	return filepath.Join(s.root, db, "."+version+".retired")
 }
 
 // RebuildPartitionDir is where partition p of a version's rebuild lives.
 func (s *Store) RebuildPartitionDir(p dbver.Partition) string {
-	return filepath.Join(s.RebuildDir(p.DB, p.Version), "p-"+strconv.Itoa(p.P))
+	return filepath.Join(s.RebuildDir(p.Of()), "p-"+strconv.Itoa(p.P))
 }
 
 // SwapRebuilt puts a version's rebuilt copy (RebuildDir, its manifest
@@ -144,18 +147,19 @@ func (s *Store) RebuildPartitionDir(p dbver.Partition) string {
 // until RemoveRetired. Open files of the replaced copy stay readable. A
 // crash between the two renames leaves no copy in place: the version is
 // built again after a restart.
-func (s *Store) SwapRebuilt(db, version string) error {
+func (s *Store) SwapRebuilt(v dbver.Version) error {
+	db, version := v.DB, v.Version
 	if err := checkNames(db, version); err != nil {
 		return err
 	}
-	cur, retired := s.VersionDir(db, version), s.retiredDir(db, version)
+	cur, retired := s.VersionDir(v), s.retiredDir(v)
 	if err := os.RemoveAll(retired); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	if err := os.Rename(cur, retired); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: setting %s/%s aside: %w", db, version, err)
 	}
-	if err := os.Rename(s.RebuildDir(db, version), cur); err != nil {
+	if err := os.Rename(s.RebuildDir(v), cur); err != nil {
 		if rerr := os.Rename(retired, cur); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -168,22 +172,24 @@ func (s *Store) SwapRebuilt(db, version string) error {
 }
 
 // RemoveRetired deletes the copy of a version that SwapRebuilt replaced.
-func (s *Store) RemoveRetired(db, version string) error {
+func (s *Store) RemoveRetired(v dbver.Version) error {
+	db, version := v.DB, v.Version
 	if err := checkNames(db, version); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(s.retiredDir(db, version)); err != nil {
+	if err := os.RemoveAll(s.retiredDir(v)); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
 
 // RemoveRebuild deletes a version's rebuild, finished or not.
-func (s *Store) RemoveRebuild(db, version string) error {
+func (s *Store) RemoveRebuild(v dbver.Version) error {
+	db, version := v.DB, v.Version
 	if err := checkNames(db, version); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(s.RebuildDir(db, version)); err != nil {
+	if err := os.RemoveAll(s.RebuildDir(v)); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
@@ -195,12 +201,13 @@ func (s *Store) PartitionDir(p dbver.Partition) string {
 }
 
 // ReadManifest returns a version's manifest, or ErrNoManifest.
-func (s *Store) ReadManifest(db, version string) (Manifest, error) {
+func (s *Store) ReadManifest(v dbver.Version) (Manifest, error) {
+	db, version := v.DB, v.Version
 	var m Manifest
 	if err := checkNames(db, version); err != nil {
 		return m, err
 	}
-	b, err := os.ReadFile(filepath.Join(s.VersionDir(db, version), manifestName))
+	b, err := os.ReadFile(filepath.Join(s.VersionDir(v), manifestName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, fmt.Errorf("%w: %s/%s", ErrNoManifest, db, version)
 	}
@@ -224,7 +231,7 @@ func (s *Store) WriteManifest(m Manifest) error {
 	if err := checkNames(m.DB, m.Version); err != nil {
 		return err
 	}
-	return s.writeManifest(s.VersionDir(m.DB, m.Version), m)
+	return s.writeManifest(s.VersionDir(dbver.Of(m.DB, m.Version)), m)
 }
 
 // WriteRebuildManifest writes m, as WriteManifest does, into the rebuild
@@ -233,7 +240,7 @@ func (s *Store) WriteRebuildManifest(m Manifest) error {
 	if err := checkNames(m.DB, m.Version); err != nil {
 		return err
 	}
-	return s.writeManifest(s.RebuildDir(m.DB, m.Version), m)
+	return s.writeManifest(s.RebuildDir(dbver.Of(m.DB, m.Version)), m)
 }
 
 func (s *Store) writeManifest(dir string, m Manifest) error {
@@ -305,11 +312,12 @@ func (s *Store) List() (map[string][]string, error) {
 
 // Remove deletes a version from disk, with its rebuild and the copy a
 // rebuild replaced if any, and its db's dir once empty.
-func (s *Store) Remove(db, version string) error {
+func (s *Store) Remove(v dbver.Version) error {
+	db, version := v.DB, v.Version
 	if err := checkNames(db, version); err != nil {
 		return err
 	}
-	for _, dir := range []string{s.VersionDir(db, version), s.RebuildDir(db, version), s.retiredDir(db, version)} {
+	for _, dir := range []string{s.VersionDir(v), s.RebuildDir(v), s.retiredDir(v)} {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("store: removing %s/%s: %w", db, version, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 )
 
@@ -14,7 +15,7 @@ func TestManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReadManifest("db", "v1"); !errors.Is(err, ErrNoManifest) {
+	if _, err := s.ReadManifest(dbver.Of("db", "v1")); !errors.Is(err, ErrNoManifest) {
 		t.Fatalf("missing manifest: %v", err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -23,7 +24,7 @@ func TestManifest(t *testing.T) {
 	if err := s.WriteManifest(m); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ReadManifest("db", "v1")
+	got, err := s.ReadManifest(dbver.Of("db", "v1"))
 	if err != nil || !got.Matches(files, []int{0, 1}) {
 		t.Fatalf("ReadManifest = %+v, %v", got, err)
 	}
@@ -40,13 +41,13 @@ func TestManifest(t *testing.T) {
 	if len(list["db"]) != 1 {
 		t.Fatalf("List = %v", list)
 	}
-	if err := s.Remove("db", "v1"); err != nil {
+	if err := s.Remove(dbver.Of("db", "v1")); err != nil {
 		t.Fatal(err)
 	}
 	if list, _ := s.List(); len(list) != 0 {
 		t.Fatalf("List after Remove = %v", list)
 	}
-	if err := s.Remove("..", "x"); err == nil {
+	if err := s.Remove(dbver.Of("..", "x")); err == nil {
 		t.Fatal("Remove accepted a path")
 	}
 	id1, err := s.NodeID()
@@ -65,7 +66,7 @@ func TestListWhileADBIsRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(s.VersionDir("kept", "v1"), 0o755); err != nil {
+	if err := os.MkdirAll(s.VersionDir(dbver.Of("kept", "v1")), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -78,8 +79,8 @@ func TestListWhileADBIsRemoved(t *testing.T) {
 				return
 			default:
 			}
-			os.MkdirAll(s.VersionDir("churn", "v1"), 0o755)
-			s.Remove("churn", "v1")
+			os.MkdirAll(s.VersionDir(dbver.Of("churn", "v1")), 0o755)
+			s.Remove(dbver.Of("churn", "v1"))
 		}
 	}()
 	defer func() { close(stop); <-done }()
@@ -112,7 +113,7 @@ func TestRemoveRacesCreate(t *testing.T) {
 					errc <- err
 					return
 				}
-				if err := s.Remove("db", v); err != nil {
+				if err := s.Remove(dbver.Of("db", v)); err != nil {
 					errc <- err
 					return
 				}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/wire"
 )
 
@@ -63,7 +64,7 @@ func TestRestartServesLocalWhileNewestFails(t *testing.T) {
 	h := start(t, root, storeDir, nil)
 	h.waitState("db", "v2", wire.StateActive)
 	waitFor(t, "v2 durable", func() bool {
-		man, err := h.store.ReadManifest("db", "v2")
+		man, err := h.store.ReadManifest(dbver.Of("db", "v2"))
 		return err == nil && man.Complete
 	})
 	h.stop()

@@ -86,7 +86,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		if v != nil {
 			v.close()
 		}
-		if err := m.opts.Store.Remove(db, vs.name); err != nil {
+		if err := m.opts.Store.Remove(dbver.Of(db, vs.name)); err != nil {
 			m.log.Warn("removing cancelled version", zap.Error(err))
 		}
 		if vs.reload {
@@ -107,7 +107,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		m.publishLocked()
 		m.mu.Unlock()
 		m.log.Error(msg, zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
-		if err := m.opts.Store.Remove(db, vs.name); err != nil {
+		if err := m.opts.Store.Remove(dbver.Of(db, vs.name)); err != nil {
 			m.log.Warn("removing failed version", zap.Error(err))
 		}
 		m.scans.kick() // the next scan falls back on an older version
@@ -231,7 +231,7 @@ func (m *Manager) removeVersionLocked(db string, d *dbState, vs *vstate) {
 		if vs.durable != nil {
 			<-vs.durable // its load may still be syncing or writing its manifest
 		}
-		if err := m.opts.Store.Remove(db, vs.name); err != nil {
+		if err := m.opts.Store.Remove(dbver.Of(db, vs.name)); err != nil {
 			m.log.Warn("deleting version", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 		}
 		m.mu.Lock()
@@ -301,7 +301,7 @@ func (m *Manager) cleanLocalStore() {
 		if known {
 			continue
 		}
-		if err := m.opts.Store.Remove(dv[0], dv[1]); err != nil && !errors.Is(err, context.Canceled) {
+		if err := m.opts.Store.Remove(dbver.Of(dv[0], dv[1])); err != nil && !errors.Is(err, context.Canceled) {
 			m.log.Warn("deleting unknown local version", zap.Error(err))
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
@@ -204,7 +205,7 @@ func TestNewVersionRetentionAndDeletion(t *testing.T) {
 	if _, _, err := h.get("db", "v1", "key-000002"); !errors.Is(err, ErrVersionNotHeld) {
 		t.Fatalf("pinned v1 after deletion: %v", err)
 	}
-	if _, err := os.Stat(h.store.VersionDir("db", "v1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(h.store.VersionDir(dbver.Of("db", "v1"))); !os.IsNotExist(err) {
 		t.Fatalf("v1 still on disk: %v", err)
 	}
 }
@@ -225,13 +226,13 @@ func TestRestartReusesLocalStore(t *testing.T) {
 	// A half-written version of "other" (manifest not complete) and a
 	// stray version nobody wants.
 	st, _ := store.Open(storeDir)
-	man, err := st.ReadManifest("other", "v1")
+	man, err := st.ReadManifest(dbver.Of("other", "v1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	man.Complete = false
 	st.WriteManifest(man)
-	os.MkdirAll(st.VersionDir("db", "v0"), 0o755)
+	os.MkdirAll(st.VersionDir(dbver.Of("db", "v0")), 0o755)
 
 	h2 := start(t, root, storeDir, nil)
 	h2.waitState("db", "v1", wire.StateActive)
@@ -248,7 +249,7 @@ func TestRestartReusesLocalStore(t *testing.T) {
 	if val, _, err := h2.get("other", "", "key-000003"); err != nil || val != "value-3-v1" {
 		t.Fatalf("reloaded: %q, %v", val, err)
 	}
-	if _, err := os.Stat(st.VersionDir("db", "v0")); !os.IsNotExist(err) {
+	if _, err := os.Stat(st.VersionDir(dbver.Of("db", "v0"))); !os.IsNotExist(err) {
 		t.Fatalf("stray local version kept: %v", err)
 	}
 }
@@ -374,10 +375,10 @@ func TestManifestCompleteAfterSync(t *testing.T) {
 	h := start(t, root, t.TempDir(), func(o *Options) { o.Loader.Build.NoSync = false })
 	h.waitState("db", "v1", wire.StateActive)
 	waitFor(t, "manifest complete", func() bool {
-		man, err := h.store.ReadManifest("db", "v1")
+		man, err := h.store.ReadManifest(dbver.Of("db", "v1"))
 		return err == nil && man.Complete
 	})
-	man, _ := h.store.ReadManifest("db", "v1")
+	man, _ := h.store.ReadManifest(dbver.Of("db", "v1"))
 	if len(man.Partitions) != 3 || man.Loaded.IsZero() {
 		t.Fatalf("manifest: %+v", man)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"spangle/shared/dbver"
 	"spangle/storaged/planner"
 )
 
@@ -49,7 +50,7 @@ func (m *Manager) sourceDown(err error) {
 	}
 	for db, names := range local {
 		for i := len(names) - 1; i >= 0; i-- {
-			man, err := m.opts.Store.ReadManifest(db, names[i])
+			man, err := m.opts.Store.ReadManifest(dbver.Of(db, names[i]))
 			if err != nil || !man.Complete || len(man.Files) == 0 {
 				continue
 			}

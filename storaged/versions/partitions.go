@@ -147,7 +147,7 @@ func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served,
 	vs.v = vs.v.withPartition(p, part)
 	// The local manifest lists what the node holds now, so that a
 	// restart reuses it.
-	if man, err := m.opts.Store.ReadManifest(vs.v.DB, vs.name); err == nil {
+	if man, err := m.opts.Store.ReadManifest(dbver.Of(vs.v.DB, vs.name)); err == nil {
 		man.Partitions = vs.v.Held()
 		if err := m.opts.Store.WriteManifest(man); err != nil {
 			m.log.Warn("recording the held partitions", zap.String("db", vs.v.DB), zap.String("version", vs.name), zap.Error(err))

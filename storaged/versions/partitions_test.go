@@ -66,7 +66,7 @@ func TestAddAndDropPartition(t *testing.T) {
 			t.Fatalf("%s (partition %d): %q, %v", r.Key, partitioner.Partition(r.Key, 3), val, err)
 		}
 	}
-	if man, err := h.store.ReadManifest("db", "v1"); err != nil || !slices.Equal(man.Partitions, []int{0, 1, 2}) {
+	if man, err := h.store.ReadManifest(dbver.Of("db", "v1")); err != nil || !slices.Equal(man.Partitions, []int{0, 1, 2}) {
 		t.Fatalf("manifest partitions %v, %v", man.Partitions, err)
 	}
 	mu.Lock()

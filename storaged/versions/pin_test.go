@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/source"
 	"spangle/shared/wire"
 	"spangle/storaged/store"
@@ -34,7 +35,7 @@ func TestStandalonePin(t *testing.T) {
 	h.waitState("db", "v2", wire.StateActive)
 	// v1 is swept after its retention and deleted from the local store.
 	waitFor(t, "v1 removed", func() bool { _, ok := h.m.Views().Health()["db"]["v1"]; return !ok })
-	waitFor(t, "v1's local copy deleted", func() bool { _, err := h.store.ReadManifest("db", "v1"); return err != nil })
+	waitFor(t, "v1's local copy deleted", func() bool { _, err := h.store.ReadManifest(dbver.Of("db", "v1")); return err != nil })
 
 	// Pin back to v1: loaded again from the source and served.
 	writePin(t, root, "db", "v1\n")

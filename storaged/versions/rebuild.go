@@ -107,7 +107,7 @@ func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
 	}
 
 	removeRebuild := func() {
-		if err := m.opts.Store.RemoveRebuild(db, name); err != nil {
+		if err := m.opts.Store.RemoveRebuild(dbver.Of(db, name)); err != nil {
 			m.log.Warn("deleting an unfinished rebuild", zap.String("db", db), zap.String("version", name), zap.Error(err))
 		}
 	}
@@ -121,7 +121,7 @@ func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
 		m.scans.kick()
 	}
 	if live && err == nil {
-		err = m.opts.Store.SwapRebuilt(db, name)
+		err = m.opts.Store.SwapRebuilt(dbver.Of(db, name))
 	}
 	switch {
 	case !live:
@@ -165,7 +165,7 @@ func (h reloadHost) Rebuild(parent, ctx context.Context, j *reload.Job) {
 			old.closing.Store(true)
 			waitUnused(old, 10*time.Second)
 			old.close()
-			if err := m.opts.Store.RemoveRetired(db, name); err != nil {
+			if err := m.opts.Store.RemoveRetired(dbver.Of(db, name)); err != nil {
 				m.log.Warn("deleting a version's replaced copy", zap.String("db", db), zap.String("version", name), zap.Error(err))
 			}
 		}()

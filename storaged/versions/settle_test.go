@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/dbver"
 	"spangle/shared/seqfile"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
@@ -83,7 +84,7 @@ func TestSettleSkippedForLocalCopy(t *testing.T) {
 	h := start(t, root, storeDir, func(o *Options) { o.SettleTime = 200 * time.Millisecond })
 	h.waitState("db", "v1", wire.StateActive)
 	waitFor(t, "v1 durable", func() bool {
-		man, err := h.store.ReadManifest("db", "v1")
+		man, err := h.store.ReadManifest(dbver.Of("db", "v1"))
 		return err == nil && man.Complete
 	})
 	h.stop()
