@@ -23,7 +23,7 @@ type LogReader struct {
 	pos      int
 	blkStart int64 // file offset of the current block
 	blkIdx   uint64
-	comp     []byte
+	comp     []byte // a compressed block longer than the input buffer
 	zd       *zstd.Decoder
 
 	key, val []byte
@@ -37,10 +37,15 @@ type LogReader struct {
 	done     bool
 }
 
+// logBuffer is the input buffer of a log: an uncompressed entry or a
+// compressed block that fits is used where it lies in it, without a copy
+// (a 4 KiB block compresses to at most 4.7 KiB).
+const logBuffer = 64 << 10
+
 // NewLogReader reads the header of a log of size bytes (the size bounds
 // every length in it) from r; name is used in errors.
 func NewLogReader(r io.Reader, name string, size int64) (*LogReader, error) {
-	lr := &LogReader{file: name, r: bufio.NewReaderSize(r, 256<<10)}
+	lr := &LogReader{file: name, r: bufio.NewReaderSize(r, logBuffer)}
 	var b [LogHeaderSize]byte
 	if _, err := io.ReadFull(lr.r, b[:]); err != nil {
 		return nil, lr.readErr(0, err, "reading the header")
@@ -235,12 +240,22 @@ func (lr *LogReader) nextBlock() error {
 		return corrupt(lr.file, start, nil, "compressed block of %d bytes (at most %d, and %d left before the data end)",
 			size, limit, end-lr.off)
 	}
-	if uint64(cap(lr.comp)) < size {
-		lr.comp = make([]byte, size)
-	}
-	comp := lr.comp[:size]
-	if _, err := io.ReadFull(lr.r, comp); err != nil {
-		return lr.readErr(start, err, "reading a block")
+	var comp []byte
+	if size <= uint64(lr.r.Size()) {
+		// In place: the buffer holds it until the next read, after the
+		// block is decoded.
+		if comp, err = lr.r.Peek(int(size)); err != nil {
+			return lr.readErr(start, err, "reading a block")
+		}
+		defer lr.r.Discard(int(size))
+	} else {
+		if uint64(cap(lr.comp)) < size {
+			lr.comp = make([]byte, size)
+		}
+		comp = lr.comp[:size]
+		if _, err := io.ReadFull(lr.r, comp); err != nil {
+			return lr.readErr(start, err, "reading a block")
+		}
 	}
 	lr.off += int64(size)
 	if lr.blk == nil {
