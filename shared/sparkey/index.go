@@ -56,8 +56,28 @@ func NewIndexReader(r io.Reader, name string) (*IndexReader, error) {
 // NewFramedIndexReader reads an index kept in Snappy's framing format
 // (NAME.spi.sz), as sequins expects it.
 func NewFramedIndexReader(r io.Reader, name string) (*IndexReader, error) {
+	return newFramedIndexReader(r, name, nil)
+}
+
+// newFramedIndexReader is NewFramedIndexReader with bufs' framing decoder
+// and slot buffer, when set; the caller gives them back (Buffers.release).
+func newFramedIndexReader(r io.Reader, name string, bufs *Buffers) (*IndexReader, error) {
 	in := &inputErr{r: r}
-	return NewIndexReader(&framed{snappy.NewReader(in), in}, name)
+	var dec *snappy.Reader
+	if bufs != nil && bufs.framing != nil {
+		dec = bufs.framing
+		dec.Reset(in)
+	} else {
+		dec = snappy.NewReader(in)
+	}
+	ir, err := NewIndexReader(&framed{dec, in}, name)
+	if bufs != nil {
+		bufs.framing = dec
+		if ir != nil {
+			ir.buf = bufs.slots[:0]
+		}
+	}
+	return ir, err
 }
 
 // inputErr remembers the last error of the underlying input, so that
@@ -80,7 +100,7 @@ func (i *inputErr) Read(p []byte) (int, error) {
 // framed marks the framing decoder's own errors (bad checksums, chunks,
 // lengths) as corruption of the file.
 type framed struct {
-	r  io.Reader
+	r  *snappy.Reader
 	in *inputErr
 }
 

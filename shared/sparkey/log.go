@@ -25,6 +25,7 @@ type LogReader struct {
 	blkIdx   uint64
 	comp     []byte // a compressed block longer than the input buffer
 	zd       *zstd.Decoder
+	bufs     *Buffers // where the input buffer and blk go back at Close
 
 	key, val []byte
 	scratch  []byte
@@ -45,32 +46,60 @@ const logBuffer = 64 << 10
 // NewLogReader reads the header of a log of size bytes (the size bounds
 // every length in it) from r; name is used in errors.
 func NewLogReader(r io.Reader, name string, size int64) (*LogReader, error) {
-	lr := &LogReader{file: name, r: bufio.NewReaderSize(r, logBuffer)}
+	return newLogReader(r, name, size, nil)
+}
+
+// newLogReader is NewLogReader reading with bufs' memory, when set (see
+// Buffers); Close gives it back.
+func newLogReader(r io.Reader, name string, size int64, bufs *Buffers) (*LogReader, error) {
+	lr := &LogReader{file: name, bufs: bufs}
+	if bufs != nil && bufs.log != nil {
+		bufs.log.Reset(r)
+		lr.r, lr.blk, bufs.log, bufs.blk = bufs.log, bufs.blk[:0], nil, nil
+	} else {
+		lr.r = bufio.NewReaderSize(r, logBuffer)
+	}
+	if err := lr.readHeader(size); err != nil {
+		lr.Close()
+		return nil, err
+	}
+	return lr, nil
+}
+
+func (lr *LogReader) readHeader(size int64) error {
 	var b [LogHeaderSize]byte
 	if _, err := io.ReadFull(lr.r, b[:]); err != nil {
-		return nil, lr.readErr(0, err, "reading the header")
+		return lr.readErr(0, err, "reading the header")
 	}
-	h, err := parseLogHeader(b[:], name, size)
+	h, err := parseLogHeader(b[:], lr.file, size)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	lr.header, lr.off = h, LogHeaderSize
 	if h.Compression == Zstd {
 		lr.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(h.BlockSize)+1<<20))
 		if err != nil {
-			return nil, fmt.Errorf("sparkey: %s: %w", name, err)
+			return fmt.Errorf("sparkey: %s: %w", lr.file, err)
 		}
 	}
-	return lr, nil
+	return nil
 }
 
 // Header returns the log's header.
 func (lr *LogReader) Header() LogHeader { return lr.header }
 
-// Close releases the decompressor, if any; it does not close the input.
+// Close releases the decompressor, if any, and gives the reader's buffers
+// back to the Buffers it was made with; it does not close the input.
 func (lr *LogReader) Close() {
 	if lr.zd != nil {
 		lr.zd.Close()
+		lr.zd = nil
+	}
+	if b := lr.bufs; b != nil {
+		lr.bufs = nil
+		lr.r.Reset(nil)
+		b.log, b.blk = lr.r, lr.blk[:0]
+		lr.r, lr.blk = nil, nil
 	}
 }
 
@@ -258,7 +287,7 @@ func (lr *LogReader) nextBlock() error {
 		}
 	}
 	lr.off += int64(size)
-	if lr.blk == nil {
+	if uint32(cap(lr.blk)) < lr.header.BlockSize {
 		lr.blk = make([]byte, 0, lr.header.BlockSize)
 	}
 	switch lr.header.Compression {

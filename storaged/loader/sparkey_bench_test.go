@@ -67,7 +67,13 @@ func BenchmarkSparkeyFloor1M(b *testing.B) {
 		{"seq-load", func() { load(seqSrc, seqFiles) }},
 		{"seq-read", func() { benchEach(b, seqFiles, func(f source.File) int { return readSeq(b, seqSrc, f) }) }},
 		{"spk-load", func() { load(spkSrc, spkFiles) }},
-		{"spk-read", func() { benchEach(b, sparkeyUnits(b, spkFiles), func(u Unit) int { return readSparkey(b, spkSrc, u) }) }},
+		{"spk-read", func() {
+			l, err := Detect(spkFiles, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchEach(b, l.Units, func(u Unit) int { return readSparkey(b, l.Format, spkSrc, u) })
+		}},
 		{"spk-blocks", func() {
 			benchEach(b, sparkeyUnits(b, spkFiles), func(u Unit) int { return readSparkeyLog(b, spkSrc, u.Files[0]) })
 		}},
@@ -151,11 +157,11 @@ func readSeq(b *testing.B, src source.Source, f source.File) int {
 	return n
 }
 
-// readSparkey reads a unit as Load does, partition check included, and
+// readSparkey reads a unit of format f as Load does, partition check included, and
 // writes nothing.
-func readSparkey(b *testing.B, src source.Source, u Unit) int {
+func readSparkey(b *testing.B, f Format, src source.Source, u Unit) int {
 	in := Input{src: src, db: "bench", version: "1"}
-	r, err := SparkeyFormat{}.Open(context.Background(), u, in)
+	r, err := f.Open(context.Background(), u, in)
 	if err != nil {
 		b.Error(err)
 		return 0
