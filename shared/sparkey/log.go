@@ -172,7 +172,10 @@ func (lr *LogReader) checkLens(a, b uint64, off int64) (klen, vlen uint64, err e
 	} else {
 		klen, vlen, lr.del = a-1, b, false
 	}
-	if klen > h.MaxKeyLen || vlen > h.MaxValueLen {
+	// The header's limits are not bounded themselves: lengths of 2^62 and
+	// more are refused so that their sum neither wraps nor turns negative
+	// as an int (no file holds such an entry).
+	if klen > h.MaxKeyLen || vlen > h.MaxValueLen || klen >= 1<<62 || vlen >= 1<<62 {
 		return 0, 0, corrupt(lr.file, off, nil, "entry of a %d-byte key and %d-byte value; the header's limits are %d and %d",
 			klen, vlen, h.MaxKeyLen, h.MaxValueLen)
 	}
@@ -222,7 +225,9 @@ func (lr *LogReader) nextPlain() error {
 		return err
 	}
 	n := klen + vlen
-	if n > uint64(end-lr.off) {
+	// The two lengths may themselves have run past the data end: then
+	// end-lr.off is negative, and no entry fits.
+	if left := end - lr.off; left < 0 || n > uint64(left) {
 		return corrupt(lr.file, start, nil, "entry of %d bytes runs past the data end %d", n, end)
 	}
 	var rec []byte
