@@ -230,25 +230,35 @@ func (lr *LogReader) nextPlain() error {
 	if left := end - lr.off; left < 0 || n > uint64(left) {
 		return corrupt(lr.file, start, nil, "entry of %d bytes runs past the data end %d", n, end)
 	}
-	var rec []byte
-	if int(n) <= lr.r.Size() {
-		// In place: the buffer holds it until the next read.
-		if rec, err = lr.r.Peek(int(n)); err != nil {
-			return lr.readErr(start, err, "reading an entry")
-		}
-		lr.r.Discard(int(n))
-	} else {
-		if uint64(cap(lr.scratch)) < n {
-			lr.scratch = make([]byte, n)
-		}
-		rec = lr.scratch[:n]
-		if _, err := io.ReadFull(lr.r, rec); err != nil {
-			return lr.readErr(start, err, "reading an entry")
-		}
+	rec, err := lr.take(n, &lr.scratch)
+	if err != nil {
+		return lr.readErr(start, err, "reading an entry")
 	}
 	lr.off += int64(n)
 	lr.key, lr.val = rec[:klen:klen], rec[klen:]
 	return nil
+}
+
+// take returns the next n bytes of the input: where they lie in the input
+// buffer when it can hold them (valid until the next read), or else read
+// into *spare, grown as needed (n was checked against the data left).
+func (lr *LogReader) take(n uint64, spare *[]byte) ([]byte, error) {
+	if n <= uint64(lr.r.Size()) {
+		b, err := lr.r.Peek(int(n))
+		if err != nil {
+			return nil, err
+		}
+		lr.r.Discard(int(n))
+		return b, nil
+	}
+	if uint64(cap(*spare)) < n {
+		*spare = make([]byte, n)
+	}
+	b := (*spare)[:n]
+	if _, err := io.ReadFull(lr.r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (lr *LogReader) entryErr(start int64, err error) error {
@@ -270,26 +280,13 @@ func (lr *LogReader) nextBlock() error {
 	if lr.header.Compression == Zstd {
 		limit = uint64(lr.header.BlockSize) + uint64(lr.header.BlockSize)>>7 + 1<<10
 	}
-	if size == 0 || size > limit || size > uint64(end-lr.off) {
+	if left := end - lr.off; size == 0 || size > limit || left < 0 || size > uint64(left) {
 		return corrupt(lr.file, start, nil, "compressed block of %d bytes (at most %d, and %d left before the data end)",
 			size, limit, end-lr.off)
 	}
-	var comp []byte
-	if size <= uint64(lr.r.Size()) {
-		// In place: the buffer holds it until the next read, after the
-		// block is decoded.
-		if comp, err = lr.r.Peek(int(size)); err != nil {
-			return lr.readErr(start, err, "reading a block")
-		}
-		defer lr.r.Discard(int(size))
-	} else {
-		if uint64(cap(lr.comp)) < size {
-			lr.comp = make([]byte, size)
-		}
-		comp = lr.comp[:size]
-		if _, err := io.ReadFull(lr.r, comp); err != nil {
-			return lr.readErr(start, err, "reading a block")
-		}
+	comp, err := lr.take(size, &lr.comp)
+	if err != nil {
+		return lr.readErr(start, err, "reading a block")
 	}
 	lr.off += int64(size)
 	if uint32(cap(lr.blk)) < lr.header.BlockSize {
