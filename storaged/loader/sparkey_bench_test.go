@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -136,16 +137,31 @@ func sparkeyUnits(b *testing.B, files []source.File) []Unit {
 }
 
 func readSeq(b *testing.B, src source.Source, f source.File) int {
+	return countFile(b, src, f, func(rc io.Reader) (records, error) { return seqfile.NewReader(rc, f.Name) })
+}
+
+// records is what countFile needs of a reader.
+type records interface {
+	Next() bool
+	Err() error
+}
+
+// countFile opens f, reads it with the reader open makes, and returns how
+// many records it held.
+func countFile(b *testing.B, src source.Source, f source.File, open func(io.Reader) (records, error)) int {
 	rc, err := src.Open(context.Background(), "bench", "1", f.Name)
 	if err != nil {
 		b.Error(err)
 		return 0
 	}
 	defer rc.Close()
-	r, err := seqfile.NewReader(rc, f.Name)
+	r, err := open(rc)
 	if err != nil {
 		b.Error(err)
 		return 0
+	}
+	if c, ok := r.(interface{ Close() }); ok {
+		defer c.Close()
 	}
 	n := 0
 	for r.Next() {
@@ -183,24 +199,5 @@ func readSparkey(b *testing.B, f Format, src source.Source, u Unit) int {
 
 // readSparkeyLog only decodes a log's entries: no index, no hash.
 func readSparkeyLog(b *testing.B, src source.Source, f source.File) int {
-	rc, err := src.Open(context.Background(), "bench", "1", f.Name)
-	if err != nil {
-		b.Error(err)
-		return 0
-	}
-	defer rc.Close()
-	lr, err := sparkey.NewLogReader(rc, f.Name, f.Size)
-	if err != nil {
-		b.Error(err)
-		return 0
-	}
-	defer lr.Close()
-	n := 0
-	for lr.Next() {
-		n++
-	}
-	if err := lr.Err(); err != nil {
-		b.Error(err)
-	}
-	return n
+	return countFile(b, src, f, func(rc io.Reader) (records, error) { return sparkey.NewLogReader(rc, f.Name, f.Size) })
 }
