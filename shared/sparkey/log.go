@@ -77,6 +77,10 @@ func (lr *LogReader) readHeader(size int64) error {
 	}
 	lr.header, lr.off = h, LogHeaderSize
 	if h.Compression == Zstd {
+		if bufs := lr.bufs; bufs != nil && bufs.zd != nil && bufs.zdBlock == h.BlockSize {
+			lr.zd, bufs.zd = bufs.zd, nil
+			return nil
+		}
 		lr.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(h.BlockSize)+1<<20))
 		if err != nil {
 			return fmt.Errorf("sparkey: %s: %w", lr.file, err)
@@ -91,11 +95,21 @@ func (lr *LogReader) Header() LogHeader { return lr.header }
 // Close releases the decompressor, if any, and gives the reader's buffers
 // back to the Buffers it was made with; it does not close the input.
 func (lr *LogReader) Close() {
+	b := lr.bufs
 	if lr.zd != nil {
-		lr.zd.Close()
+		// A zstd decoder is kept for the next log of the same block size
+		// (its memory limit is the block size's).
+		if b != nil {
+			if b.zd != nil {
+				b.zd.Close()
+			}
+			b.zd, b.zdBlock = lr.zd, lr.header.BlockSize
+		} else {
+			lr.zd.Close()
+		}
 		lr.zd = nil
 	}
-	if b := lr.bufs; b != nil {
+	if b != nil {
 		lr.bufs = nil
 		lr.r.Reset(nil)
 		b.log, b.blk = lr.r, lr.blk[:0]

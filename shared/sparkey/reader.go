@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Reader yields the live pairs of a log, those its index names, in log
@@ -35,7 +36,8 @@ func NewReader(log io.Reader, logSize int64, logName string, index io.Reader, in
 }
 
 // Buffers is the memory Readers read with (the framing decoder of the
-// index, a chunk of slots, the log's input buffer and decompressed block),
+// index, a chunk of slots, the log's input buffer and decompressed block,
+// a zstd decoder),
 // kept from one Reader to the next. A loader that reads many pairs, a few
 // at a time, passes each Buffers to one Reader at a time: its pairs are
 // then read with the memory of a few, not allocated anew for each (while
@@ -47,6 +49,8 @@ type Buffers struct {
 	slots   []byte
 	log     *bufio.Reader
 	blk     []byte
+	zd      *zstd.Decoder // of logs of zdBlock-byte blocks
+	zdBlock uint32
 }
 
 // NewReader is the package's NewReader reading with b's memory; b may be
