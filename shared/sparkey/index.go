@@ -60,7 +60,8 @@ func NewFramedIndexReader(r io.Reader, name string) (*IndexReader, error) {
 }
 
 // newFramedIndexReader is NewFramedIndexReader with bufs' framing decoder
-// and slot buffer, when set; the caller gives them back (Buffers.release).
+// and slot buffer, when set; the caller takes the slot buffer back
+// (Buffers.keepIndex).
 func newFramedIndexReader(r io.Reader, name string, bufs *Buffers) (*IndexReader, error) {
 	in := &inputErr{r: r}
 	var dec *snappy.Reader

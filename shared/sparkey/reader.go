@@ -35,15 +35,14 @@ func NewReader(log io.Reader, logSize int64, logName string, index io.Reader, in
 	return (*Buffers)(nil).NewReader(log, logSize, logName, index, indexName)
 }
 
-// Buffers is the memory Readers read with (the framing decoder of the
-// index, a chunk of slots, the log's input buffer and decompressed block,
-// a zstd decoder),
-// kept from one Reader to the next. A loader that reads many pairs, a few
-// at a time, passes each Buffers to one Reader at a time: its pairs are
-// then read with the memory of a few, not allocated anew for each (while
-// loading, allocations are what the heap grows by, the collector running
-// seldom). The zero value is ready to use; a nil *Buffers allocates for
-// each Reader.
+// Buffers is the memory Readers read with (the index's framing decoder,
+// a chunk of slots, the log's input buffer and decompressed block, a zstd
+// decoder), kept from one Reader to the next. A loader that reads many
+// pairs, a few at a time, passes each Buffers to one Reader at a time: its
+// pairs are then read with the memory of a few, not allocated anew for
+// each (while loading, allocations are what the heap grows by, the
+// collector running seldom). The zero value is ready to use; a nil
+// *Buffers allocates for each Reader.
 type Buffers struct {
 	framing *snappy.Reader
 	slots   []byte
