@@ -2,6 +2,7 @@ package sparkey
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +49,7 @@ func TestBadInput(t *testing.T) {
 		{"log of another index", otherLog, index, "test.spi.sz"},
 		{"key changed", flip(log, firstKey), index, "test.spi.sz"},
 		{"key length too large", flip(log, LogHeaderSize), index, "test.spl"},
+		{"lengths that wrap", hugeLengths(log), index, "test.spl"},
 		{"data end beyond file", log[:len(log)-1], index, "test.spl"},
 		{"unknown compression", func() []byte { c := bytes.Clone(log); c[64] = 9; return c }(), index, "test.spl"},
 		{"index entries count", log, frame(t, func() []byte { c := unframe(t, index); c[60]++; return c }()), "test.spi.sz"},
@@ -110,4 +112,17 @@ func TestRealFilesSwappedIndexFails(t *testing.T) {
 	index, _ := os.ReadFile(filepath.Join(dir, "part-00001.spi.sz"))
 	_, err := readAll(log, index)
 	mustCorrupt(t, "part-00000 with part-00001's index", err)
+}
+
+// hugeLengths returns an uncompressed log whose header allows keys and
+// values of any length and whose first entry is a 2^63-byte key and a
+// 2^63-byte value: 2^64 bytes in all, which wraps to 0.
+func hugeLengths(log []byte) []byte {
+	c := bytes.Clone(log)
+	binary.LittleEndian.PutUint64(c[40:], ^uint64(0))
+	binary.LittleEndian.PutUint64(c[48:], ^uint64(0))
+	e := binary.AppendUvarint(nil, 1<<63+1)
+	e = binary.AppendUvarint(e, 1<<63)
+	copy(c[LogHeaderSize:], e)
+	return c
 }

@@ -23,8 +23,9 @@ type LogReader struct {
 	pos      int
 	blkStart int64 // file offset of the current block
 	blkIdx   uint64
-	comp     []byte
+	comp     []byte // a compressed block longer than the input buffer
 	zd       *zstd.Decoder
+	bufs     *Buffers // where the input buffer and blk go back at Close
 
 	key, val []byte
 	scratch  []byte
@@ -37,35 +38,82 @@ type LogReader struct {
 	done     bool
 }
 
+// logBuffer is the input buffer of a log: an uncompressed entry or a
+// compressed block that fits is used where it lies in it, without a copy
+// (a 4 KiB block compresses to at most 4.7 KiB).
+const logBuffer = 64 << 10
+
 // NewLogReader reads the header of a log of size bytes (the size bounds
 // every length in it) from r; name is used in errors.
 func NewLogReader(r io.Reader, name string, size int64) (*LogReader, error) {
-	lr := &LogReader{file: name, r: bufio.NewReaderSize(r, 256<<10)}
+	return newLogReader(r, name, size, nil)
+}
+
+// newLogReader is NewLogReader reading with bufs' memory, when set (see
+// Buffers); Close gives it back.
+func newLogReader(r io.Reader, name string, size int64, bufs *Buffers) (*LogReader, error) {
+	lr := &LogReader{file: name, bufs: bufs}
+	if bufs != nil && bufs.log != nil {
+		bufs.log.Reset(r)
+		lr.r, lr.blk, bufs.log, bufs.blk = bufs.log, bufs.blk[:0], nil, nil
+	} else {
+		lr.r = bufio.NewReaderSize(r, logBuffer)
+	}
+	if err := lr.readHeader(size); err != nil {
+		lr.Close()
+		return nil, err
+	}
+	return lr, nil
+}
+
+func (lr *LogReader) readHeader(size int64) error {
 	var b [LogHeaderSize]byte
 	if _, err := io.ReadFull(lr.r, b[:]); err != nil {
-		return nil, lr.readErr(0, err, "reading the header")
+		return lr.readErr(0, err, "reading the header")
 	}
-	h, err := parseLogHeader(b[:], name, size)
+	h, err := parseLogHeader(b[:], lr.file, size)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	lr.header, lr.off = h, LogHeaderSize
 	if h.Compression == Zstd {
+		if bufs := lr.bufs; bufs != nil && bufs.zd != nil && bufs.zdBlock == h.BlockSize {
+			lr.zd, bufs.zd = bufs.zd, nil
+			return nil
+		}
 		lr.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(h.BlockSize)+1<<20))
 		if err != nil {
-			return nil, fmt.Errorf("sparkey: %s: %w", name, err)
+			return fmt.Errorf("sparkey: %s: %w", lr.file, err)
 		}
 	}
-	return lr, nil
+	return nil
 }
 
 // Header returns the log's header.
 func (lr *LogReader) Header() LogHeader { return lr.header }
 
-// Close releases the decompressor, if any; it does not close the input.
+// Close releases the decompressor, if any, and gives the reader's buffers
+// back to the Buffers it was made with; it does not close the input.
 func (lr *LogReader) Close() {
+	b := lr.bufs
 	if lr.zd != nil {
-		lr.zd.Close()
+		// A zstd decoder is kept for the next log of the same block size
+		// (its memory limit is the block size's).
+		if b != nil {
+			if b.zd != nil {
+				b.zd.Close()
+			}
+			b.zd, b.zdBlock = lr.zd, lr.header.BlockSize
+		} else {
+			lr.zd.Close()
+		}
+		lr.zd = nil
+	}
+	if b != nil {
+		lr.bufs = nil
+		lr.r.Reset(nil)
+		b.log, b.blk = lr.r, lr.blk[:0]
+		lr.r, lr.blk = nil, nil
 	}
 }
 
@@ -138,7 +186,10 @@ func (lr *LogReader) checkLens(a, b uint64, off int64) (klen, vlen uint64, err e
 	} else {
 		klen, vlen, lr.del = a-1, b, false
 	}
-	if klen > h.MaxKeyLen || vlen > h.MaxValueLen {
+	// The header's limits are not bounded themselves: lengths of 2^62 and
+	// more are refused so that their sum neither wraps nor turns negative
+	// as an int (no file holds such an entry).
+	if klen > h.MaxKeyLen || vlen > h.MaxValueLen || klen >= 1<<62 || vlen >= 1<<62 {
 		return 0, 0, corrupt(lr.file, off, nil, "entry of a %d-byte key and %d-byte value; the header's limits are %d and %d",
 			klen, vlen, h.MaxKeyLen, h.MaxValueLen)
 	}
@@ -188,28 +239,40 @@ func (lr *LogReader) nextPlain() error {
 		return err
 	}
 	n := klen + vlen
-	if n > uint64(end-lr.off) {
+	// The two lengths may themselves have run past the data end: then
+	// end-lr.off is negative, and no entry fits.
+	if left := end - lr.off; left < 0 || n > uint64(left) {
 		return corrupt(lr.file, start, nil, "entry of %d bytes runs past the data end %d", n, end)
 	}
-	var rec []byte
-	if int(n) <= lr.r.Size() {
-		// In place: the buffer holds it until the next read.
-		if rec, err = lr.r.Peek(int(n)); err != nil {
-			return lr.readErr(start, err, "reading an entry")
-		}
-		lr.r.Discard(int(n))
-	} else {
-		if uint64(cap(lr.scratch)) < n {
-			lr.scratch = make([]byte, n)
-		}
-		rec = lr.scratch[:n]
-		if _, err := io.ReadFull(lr.r, rec); err != nil {
-			return lr.readErr(start, err, "reading an entry")
-		}
+	rec, err := lr.take(n, &lr.scratch)
+	if err != nil {
+		return lr.readErr(start, err, "reading an entry")
 	}
 	lr.off += int64(n)
 	lr.key, lr.val = rec[:klen:klen], rec[klen:]
 	return nil
+}
+
+// take returns the next n bytes of the input: where they lie in the input
+// buffer when it can hold them (valid until the next read), or else read
+// into *spare, grown as needed (n was checked against the data left).
+func (lr *LogReader) take(n uint64, spare *[]byte) ([]byte, error) {
+	if n <= uint64(lr.r.Size()) {
+		b, err := lr.r.Peek(int(n))
+		if err != nil {
+			return nil, err
+		}
+		lr.r.Discard(int(n))
+		return b, nil
+	}
+	if uint64(cap(*spare)) < n {
+		*spare = make([]byte, n)
+	}
+	b := (*spare)[:n]
+	if _, err := io.ReadFull(lr.r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (lr *LogReader) entryErr(start int64, err error) error {
@@ -231,19 +294,16 @@ func (lr *LogReader) nextBlock() error {
 	if lr.header.Compression == Zstd {
 		limit = uint64(lr.header.BlockSize) + uint64(lr.header.BlockSize)>>7 + 1<<10
 	}
-	if size == 0 || size > limit || size > uint64(end-lr.off) {
+	if left := end - lr.off; size == 0 || size > limit || left < 0 || size > uint64(left) {
 		return corrupt(lr.file, start, nil, "compressed block of %d bytes (at most %d, and %d left before the data end)",
 			size, limit, end-lr.off)
 	}
-	if uint64(cap(lr.comp)) < size {
-		lr.comp = make([]byte, size)
-	}
-	comp := lr.comp[:size]
-	if _, err := io.ReadFull(lr.r, comp); err != nil {
+	comp, err := lr.take(size, &lr.comp)
+	if err != nil {
 		return lr.readErr(start, err, "reading a block")
 	}
 	lr.off += int64(size)
-	if lr.blk == nil {
+	if uint32(cap(lr.blk)) < lr.header.BlockSize {
 		lr.blk = make([]byte, 0, lr.header.BlockSize)
 	}
 	switch lr.header.Compression {

@@ -1,8 +1,12 @@
 package sparkey
 
 import (
+	"bufio"
 	"io"
 	"slices"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Reader yields the live pairs of a log, those its index names, in log
@@ -28,11 +32,34 @@ type slot struct{ addr, hash uint64 }
 // live slots take 16 bytes each in memory only when the log holds deletes
 // or overwritten puts.
 func NewReader(log io.Reader, logSize int64, logName string, index io.Reader, indexName string) (*Reader, error) {
-	lr, err := NewLogReader(log, logName, logSize)
+	return (*Buffers)(nil).NewReader(log, logSize, logName, index, indexName)
+}
+
+// Buffers is the memory Readers read with (the index's framing decoder,
+// a chunk of slots, the log's input buffer and decompressed block, a zstd
+// decoder), kept from one Reader to the next. A loader that reads many
+// pairs, a few at a time, passes each Buffers to one Reader at a time: its
+// pairs are then read with the memory of a few, not allocated anew for
+// each (while loading, allocations are what the heap grows by, the
+// collector running seldom). The zero value is ready to use; a nil
+// *Buffers allocates for each Reader.
+type Buffers struct {
+	framing *snappy.Reader
+	slots   []byte
+	log     *bufio.Reader
+	blk     []byte
+	zd      *zstd.Decoder // of logs of zdBlock-byte blocks
+	zdBlock uint32
+}
+
+// NewReader is the package's NewReader reading with b's memory; b may be
+// given to another Reader once this one is closed.
+func (b *Buffers) NewReader(log io.Reader, logSize int64, logName string, index io.Reader, indexName string) (*Reader, error) {
+	lr, err := newLogReader(log, logName, logSize, b)
 	if err != nil {
 		return nil, err
 	}
-	r, err := newReader(lr, index, indexName)
+	r, err := newReader(lr, index, indexName, b)
 	if err != nil {
 		lr.Close()
 		return nil, err
@@ -40,8 +67,11 @@ func NewReader(log io.Reader, logSize int64, logName string, index io.Reader, in
 	return r, nil
 }
 
-func newReader(lr *LogReader, index io.Reader, indexName string) (*Reader, error) {
-	ir, err := NewFramedIndexReader(index, indexName)
+func newReader(lr *LogReader, index io.Reader, indexName string, bufs *Buffers) (*Reader, error) {
+	ir, err := newFramedIndexReader(index, indexName, bufs)
+	if bufs != nil {
+		defer bufs.keepIndex(ir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +127,16 @@ func newReader(lr *LogReader, index io.Reader, indexName string) (*Reader, error
 		}
 	}
 	return r, nil
+}
+
+// keepIndex takes back the slot buffer of ir (nil when its header could
+// not be read) and lets the framing decoder drop its input.
+func (b *Buffers) keepIndex(ir *IndexReader) {
+	if ir != nil {
+		b.slots = ir.buf[:0]
+		ir.buf = nil
+	}
+	b.framing.Reset(nil)
 }
 
 // mix combines a slot's address and hash into one value whose sum over a

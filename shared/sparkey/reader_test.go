@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -140,5 +142,65 @@ func TestLogHeaderOfLibsparkeyFile(t *testing.T) {
 	}
 	if lr.Err() != nil || n != h.Puts {
 		t.Errorf("read %d entries (err %v), header says %d", n, lr.Err(), h.Puts)
+	}
+}
+
+// TestBuffersReused reads pairs one after another with one Buffers, good
+// ones between ones that fail at the index, at the log's header and in
+// the middle of the log: each must read as it does with fresh memory.
+func TestBuffersReused(t *testing.T) {
+	big := strings.Repeat("v", 300)
+	ops := []op{{key: "a", val: big}, {key: "b", val: "2"}, {key: "a", val: "1bis"}, {key: "c", val: big + "c"}, {key: "b", del: true}}
+	type pair struct{ log, index []byte }
+	var pairs []pair
+	for i, comp := range []Compression{Snappy, None, Zstd, Zstd, Snappy, Zstd} {
+		// The second zstd log has blocks of another size: its decoder
+		// is not the first one's.
+		bs := 64
+		if i == 3 {
+			bs = 128
+		}
+		log, index := write(t, WriterOptions{Compression: comp, BlockSize: bs}, ops)
+		pairs = append(pairs, pair{log, index})
+		switch comp {
+		case None: // then the same with its index cut short
+			pairs = append(pairs, pair{log, index[:len(index)/2]})
+		case Zstd: // then the same with its log's header cut short
+			if i == 2 {
+				pairs = append(pairs, pair{log[:LogHeaderSize/2], index})
+			}
+		}
+	}
+	// A log whose last block is damaged: fails in Next.
+	log, index := write(t, WriterOptions{Compression: Snappy, BlockSize: 64}, ops)
+	bad := bytes.Clone(log)
+	for i := len(bad) - 8; i < len(bad); i++ {
+		bad[i] ^= 0xff
+	}
+	pairs = append(pairs, pair{bad, index}, pairs[0])
+
+	var bufs Buffers
+	fails := 0
+	for i, p := range pairs {
+		want, wantErr := readAll(p.log, p.index)
+		var got [][2]string
+		r, err := bufs.NewReader(bytes.NewReader(p.log), int64(len(p.log)), "test.spl", bytes.NewReader(p.index), "test.spi.sz")
+		if err == nil {
+			for r.Next() {
+				got = append(got, [2]string{string(r.Key()), string(r.Value())})
+			}
+			err = r.Err()
+			r.Close()
+		}
+		if (err == nil) != (wantErr == nil) || !slices.Equal(got, want) {
+			t.Fatalf("pair %d: got %q, %v; fresh memory read %q, %v", i, got, err, want, wantErr)
+		}
+		if err != nil {
+			mustCorrupt(t, fmt.Sprintf("pair %d", i), err)
+			fails++
+		}
+	}
+	if fails != 3 {
+		t.Fatalf("%d pairs failed, want the 3 damaged ones", fails)
 	}
 }

@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
-	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/table"
@@ -62,36 +58,7 @@ func BenchmarkDecode1M(b *testing.B) {
 	src, files := benchSource(b, true)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var n atomic.Int64
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-		for _, f := range files {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				rc, err := src.Open(context.Background(), "bench", "1", f.Name)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer rc.Close()
-				r, err := seqfile.NewReader(rc, f.Name)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				c := int64(0)
-				for r.Next() {
-					c += int64(len(r.Key()) + len(r.Value()))
-				}
-				n.Add(c)
-			}()
-		}
-		wg.Wait()
-		if n.Load() == 0 {
-			b.Fatal("nothing decoded")
-		}
+		benchEach(b, files, func(f source.File) int { return readSeq(b, src, f) })
 	}
 	b.ReportMetric(float64(benchRecords)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	reportRSS(b)
@@ -144,35 +111,9 @@ func BenchmarkSparkeyRead1M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := Input{src: src, db: "bench", version: "1"}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		var n atomic.Int64
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-		for _, u := range layout.Units {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				r, err := layout.Format.Open(context.Background(), u, in)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer r.Close()
-				for r.Next() {
-					n.Add(1)
-				}
-				if err := r.Err(); err != nil {
-					b.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-		if n.Load() != benchRecords {
-			b.Fatalf("read %d pairs", n.Load())
-		}
+		benchEach(b, layout.Units, func(u Unit) int { return readSparkey(b, layout.Format, src, u) })
 	}
 	b.ReportMetric(float64(benchRecords)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }

@@ -105,7 +105,7 @@ type Records interface {
 // SequenceFile last. Parquet maps columns as parquetkv.DefaultFormat
 // says; a db with a _FORMAT marker is loaded with WithParquet.
 func DefaultFormats() []Format {
-	return []Format{SparkeyFormat{}, ParquetFormat{Spec: parquetkv.DefaultFormat()}, SequenceFileFormat{}}
+	return []Format{newSparkeyFormat(), ParquetFormat{Spec: parquetkv.DefaultFormat()}, SequenceFileFormat{}}
 }
 
 // WithParquet returns formats with its Parquet format mapping columns as

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"spangle/shared/source"
 	"spangle/shared/sparkey"
@@ -21,7 +22,16 @@ const (
 // SparkeyFormat reads Sparkey pairs as sequins does: NAME.spl with
 // NAME.spi.sz, the first run of digits in NAME is the partition, N is the
 // greatest partition plus one, and several pairs may share a partition.
-type SparkeyFormat struct{}
+type SparkeyFormat struct {
+	// buffers, when set, holds the sparkey.Buffers of closed units for the
+	// next ones, so that a load allocates the reading memory of the units
+	// read at once rather than of every unit. DefaultFormats sets a fresh
+	// one each call (each load); the zero SparkeyFormat allocates per unit.
+	buffers *sync.Pool
+}
+
+// newSparkeyFormat is the SparkeyFormat of DefaultFormats.
+func newSparkeyFormat() SparkeyFormat { return SparkeyFormat{buffers: new(sync.Pool)} }
 
 // Name implements Format.
 func (SparkeyFormat) Name() string { return "Sparkey" }
@@ -90,7 +100,7 @@ func (SparkeyFormat) Layout(files []source.File) (Layout, error) {
 
 // Open implements Format: the index is read whole first (see
 // sparkey.NewReader), then the log is streamed.
-func (SparkeyFormat) Open(ctx context.Context, u Unit, in Input) (Records, error) {
+func (f SparkeyFormat) Open(ctx context.Context, u Unit, in Input) (Records, error) {
 	logf, ixf := u.Files[0], u.Files[1]
 	ix, err := in.Open(ctx, ixf)
 	if err != nil {
@@ -101,20 +111,38 @@ func (SparkeyFormat) Open(ctx context.Context, u Unit, in Input) (Records, error
 	if err != nil {
 		return nil, err
 	}
-	r, err := sparkey.NewReader(lg, logf.Size, in.Path(logf), ix, in.Path(ixf))
+	var bufs *sparkey.Buffers
+	if f.buffers != nil {
+		bufs, _ = f.buffers.Get().(*sparkey.Buffers)
+		if bufs == nil {
+			bufs = new(sparkey.Buffers)
+		}
+	}
+	r, err := bufs.NewReader(lg, logf.Size, in.Path(logf), ix, in.Path(ixf))
 	if err != nil {
+		f.putBuffers(bufs)
 		lg.Close()
 		return nil, fmt.Errorf("loader: %w", err)
 	}
-	return &sparkeyRecords{Reader: r, log: lg}, nil
+	return &sparkeyRecords{Reader: r, log: lg, f: f, bufs: bufs}, nil
+}
+
+func (f SparkeyFormat) putBuffers(b *sparkey.Buffers) {
+	if f.buffers != nil && b != nil {
+		f.buffers.Put(b)
+	}
 }
 
 type sparkeyRecords struct {
 	*sparkey.Reader
-	log io.Closer
+	log  io.Closer
+	f    SparkeyFormat
+	bufs *sparkey.Buffers // given back at Close
 }
 
 func (s *sparkeyRecords) Close() error {
 	s.Reader.Close()
+	s.f.putBuffers(s.bufs)
+	s.bufs = nil
 	return s.log.Close()
 }
