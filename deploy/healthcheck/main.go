@@ -1,10 +1,18 @@
 // Command healthcheck is the probe inside spangle's scratch images: those
 // have no shell or curl, so Docker's HEALTHCHECK runs this instead. It GETs
-// one URL and exits 0 on a 200 answer, 1 otherwise.
+// one URL and exits 0 on a 200 answer, 1 otherwise. For an https URL,
+// -ca names the CA file the server's certificate must chain to, and
+// -cert and -key the client certificate a server with client_auth =
+// "require" asks for; the files are read at every probe, so rotated ones
+// are used at once.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,26 +20,96 @@ import (
 	"time"
 )
 
+// maxPEM bounds a certificate or CA file read.
+const maxPEM = 1 << 20
+
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: healthcheck http://host:port/healthz")
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	ca := fs.String("ca", "", "CA file (PEM) for an https URL")
+	cert := fs.String("cert", "", "client certificate file (PEM)")
+	key := fs.String("key", "", "client key file (PEM)")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: healthcheck [-ca F [-cert F -key F]] http(s)://host:port/healthz")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() != 1 {
+		fs.Usage()
 		os.Exit(2)
 	}
-	if err := probe(os.Args[1], 2*time.Second); err != nil {
+	cfg, err := tlsConfig(*ca, *cert, *key)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "healthcheck:", err)
+		os.Exit(2)
+	}
+	if err := probe(fs.Arg(0), cfg, 2*time.Second); err != nil {
 		fmt.Fprintln(os.Stderr, "healthcheck:", err)
 		os.Exit(1)
 	}
 }
 
+// tlsConfig builds the client config from the files; nil without -ca.
+func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("-cert and -key go together")
+	}
+	if caFile == "" {
+		if certFile != "" {
+			return nil, errors.New("-cert needs -ca")
+		}
+		return nil, nil
+	}
+	pem, err := readBounded(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no certificate", caFile)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	if certFile != "" {
+		certPEM, err := readBounded(certFile)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := readBounded(keyFile)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("%s and %s: %w", certFile, keyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(b) > maxPEM {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxPEM)
+	}
+	return b, nil
+}
+
 // probe GETs url within timeout and reports anything but a 200.
-func probe(url string, timeout time.Duration) error {
+func probe(url string, cfg *tls.Config, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: cfg}}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
