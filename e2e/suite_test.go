@@ -40,7 +40,7 @@ func (s *suite) nextVersion() string {
 }
 
 func (s *suite) loadOptions(base string) load.Options {
-	return load.Options{Base: base, DB: s.db, Keys: dataset.DefaultKeys, Key: dataset.Key, Value: dataset.Value, Readers: 4}
+	return load.Options{Base: base, TLS: s.c.TLS(), DB: s.db, Keys: dataset.DefaultKeys, Key: dataset.Key, Value: dataset.Value, Readers: 4}
 }
 
 func (s *suite) routerURL(t *testing.T, ctx context.Context) string {

@@ -62,7 +62,7 @@ func (s *suite) noZKCredential(t *testing.T, ctx context.Context, r *row) {
 			t.Errorf("routerd sent lookups to the node without the credential: %v", res.ProxiedTo)
 		}
 	}
-	status, err := get(ctx, base+"/")
+	status, err := s.get(ctx, base+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +90,9 @@ func (s *suite) noZKCredential(t *testing.T, ctx context.Context, r *row) {
 	}
 }
 
-// get returns the body of a GET asking for JSON.
-func get(ctx context.Context, url string) (string, error) {
+// get returns the body of a GET asking for JSON, over the cluster's
+// TLS.
+func (s *suite) get(ctx context.Context, url string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
@@ -99,7 +100,7 @@ func get(ctx context.Context, url string) (string, error) {
 		return "", err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	resp, err := s.c.HTTPClient().Do(req)
 	if err != nil {
 		return "", err
 	}
