@@ -55,8 +55,8 @@ func StoragedServices() []string { return []string{"storaged1", "storaged2", "st
 
 // Ports inside the containers.
 const (
-	storagedPort = "9599/tcp"
-	routerdPort  = "9590/tcp"
+	storagedPort = "9599"
+	routerdPort  = "9590"
 )
 
 // Options configures Up. Zero values are the defaults noted.
@@ -320,13 +320,14 @@ func (c *Cluster) Name() string { return c.opts.Cluster }
 func (c *Cluster) ZKAuth() string { return c.zkAuth }
 
 // RunExtra starts one more container of service svc (its image,
-// environment and networks), named <project>-<name>, with env added
-// (KEY=VALUE; KEY= empties a variable) and args as its command, without
-// ports on the host. It returns the container's name, for LogsOf and
-// RemoveExtra.
+// environment, volumes and networks), named <project>-<name>, with env
+// added (KEY=VALUE; KEY= empties a variable) and args as its command; its
+// HTTP port is published on a free loopback port (ExtraURL). It returns
+// the container's name, which other containers resolve on the cluster
+// network, for LogsOf, ExtraURL and RemoveExtra.
 func (c *Cluster) RunExtra(ctx context.Context, svc, name string, env []string, args ...string) (string, error) {
 	container := c.opts.Project + "-" + name
-	cmd := []string{"run", "-d", "--no-deps", "--name", container}
+	cmd := []string{"run", "-d", "--no-deps", "--name", container, "-p", "127.0.0.1::" + portOf(svc)}
 	for _, e := range env {
 		cmd = append(cmd, "-e", e)
 	}
@@ -432,19 +433,34 @@ func (c *Cluster) Logs(ctx context.Context, svc string) (string, error) {
 	return out, err
 }
 
+// ExtraURL returns the host URL of the HTTPS port of a container
+// RunExtra started as a copy of svc.
+func (c *Cluster) ExtraURL(ctx context.Context, svc, container string) (string, error) {
+	return publishedURL(ctx, container, svc)
+}
+
+func portOf(svc string) string {
+	if svc == Routerd {
+		return routerdPort
+	}
+	return storagedPort
+}
+
 // URL returns the host URL of the service's HTTPS port (every port of
 // the cluster speaks TLS: ask with HTTPClient or TLS). The engine picks
 // a new host port when a container starts again, so ask after Start.
 func (c *Cluster) URL(ctx context.Context, svc string) (string, error) {
-	port := storagedPort
-	if svc == Routerd {
-		port = routerdPort
-	}
 	id, err := c.id(svc)
 	if err != nil {
 		return "", err
 	}
-	out, err := run(ctx, nil, "docker", "port", id, port)
+	return publishedURL(ctx, id, svc)
+}
+
+// publishedURL returns the host URL of the HTTPS port of container, a
+// copy of svc.
+func publishedURL(ctx context.Context, container, svc string) (string, error) {
+	out, err := run(ctx, nil, "docker", "port", container, portOf(svc)+"/tcp")
 	if err != nil {
 		return "", err
 	}
@@ -454,7 +470,7 @@ func (c *Cluster) URL(ctx context.Context, svc string) (string, error) {
 			return "https://127.0.0.1:" + line[strings.LastIndex(line, ":")+1:], nil
 		}
 	}
-	return "", fmt.Errorf("framework: no published port for %s: %q", svc, out)
+	return "", fmt.Errorf("framework: no published port for %s: %q", container, out)
 }
 
 // Health is a node's /healthz: db -> version -> state (and reason).
@@ -498,19 +514,19 @@ func (c *Cluster) Metrics(ctx context.Context, svc string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return c.MetricsAt(ctx, base)
+	return MetricsWith(ctx, c.http, base)
 }
 
-// MetricsAt reads the /metrics text of the daemon at base with
-// HTTPClient.
-func (c *Cluster) MetricsAt(ctx context.Context, base string) (string, error) {
+// MetricsWith reads the /metrics text of the daemon at base with client
+// (one of another CA's certificates, say).
+func MetricsWith(ctx context.Context, client *http.Client, base string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return "", fmt.Errorf("framework: %w", err)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("framework: %s metrics: %w", base, err)
 	}
