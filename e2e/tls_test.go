@@ -76,20 +76,11 @@ func (s *suite) rogueStoraged(t *testing.T, ctx context.Context, r *row) {
 		t.Fatal(err)
 	}
 	s.current = next
-	storaged := framework.StoragedServices()[0]
-	rogue, err := s.c.RunExtra(ctx, storaged, name, nil,
-		"--config", mount+"storaged.toml",
-		"--zk", "zk:2181", "--cluster", s.c.Name(), "--advertise", addr, "--bind", "0.0.0.0:9599",
-		"--source", "s3://spangle", "--local-store", "/tmp/rogue")
+	rogue, err := s.extraStoraged(t, ctx, name, nil, "--config", mount+"storaged.toml", "--advertise", addr)
 	if err != nil {
 		run.Stop()
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := s.c.RemoveExtra(context.WithoutCancel(ctx), rogue); err != nil {
-			t.Errorf("removing %s: %v", rogue, err)
-		}
-	}()
 	fail := func(err error) {
 		t.Helper()
 		logs, _ := s.c.LogsOf(context.WithoutCancel(ctx), rogue)
@@ -135,7 +126,7 @@ func (s *suite) rogueStoraged(t *testing.T, ctx context.Context, r *row) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := s.c.ExtraURL(ctx, storaged, rogue)
+	u, err := s.c.ExtraURL(ctx, framework.StoragedServices()[0], rogue)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,18 +30,11 @@ func (s *suite) noZKCredential(t *testing.T, ctx context.Context, r *row) {
 	run := load.Start(ctx, s.loadOptions(base))
 	observe(ctx, 2*time.Second)
 	const addr = "rogue:9599"
-	rogue, err := s.c.RunExtra(ctx, framework.StoragedServices()[0], "rogue", []string{"SPANGLE_ZK_AUTH="},
-		"--zk", "zk:2181", "--cluster", s.c.Name(), "--advertise", addr, "--bind", "0.0.0.0:9599",
-		"--source", "s3://spangle", "--local-store", "/tmp/rogue")
+	rogue, err := s.extraStoraged(t, ctx, "rogue", []string{"SPANGLE_ZK_AUTH="}, "--advertise", addr)
 	if err != nil {
 		run.Stop()
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := s.c.RemoveExtra(context.WithoutCancel(ctx), rogue); err != nil {
-			t.Errorf("removing %s: %v", rogue, err)
-		}
-	}()
 	var logs string
 	err = framework.WaitFor(ctx, time.Minute, time.Second, "the rogue storaged's refusal", func(ctx context.Context) (bool, error) {
 		out, lerr := s.c.LogsOf(ctx, rogue)
@@ -88,6 +81,26 @@ func (s *suite) noZKCredential(t *testing.T, ctx context.Context, r *row) {
 	if strings.Contains(logs, password) {
 		t.Error("the rogue's log holds the ZooKeeper password")
 	}
+}
+
+// extraStoraged starts one more storaged (a copy of storaged1's
+// container: its image, environment and certificate mount) named name,
+// in the cluster, on the source, with a local store of its own, env
+// added and args (--advertise, --config, ...) after the common flags. It
+// is removed when t ends.
+func (s *suite) extraStoraged(t *testing.T, ctx context.Context, name string, env []string, args ...string) (string, error) {
+	common := []string{"--zk", "zk:2181", "--cluster", s.c.Name(), "--bind", "0.0.0.0:9599",
+		"--source", "s3://spangle", "--local-store", "/tmp/" + name}
+	container, err := s.c.RunExtra(ctx, framework.StoragedServices()[0], name, env, append(common, args...)...)
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(func() {
+		if err := s.c.RemoveExtra(context.WithoutCancel(ctx), container); err != nil {
+			t.Errorf("removing %s: %v", container, err)
+		}
+	})
+	return container, nil
 }
 
 // get returns the body of a GET asking for JSON, over the cluster's

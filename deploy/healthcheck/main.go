@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,10 +17,9 @@ import (
 	"net/http"
 	"os"
 	"time"
-)
 
-// maxPEM bounds a certificate or CA file read.
-const maxPEM = 1 << 20
+	"spangle/shared/tlsconfig"
+)
 
 func main() {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
@@ -47,58 +45,20 @@ func main() {
 	}
 }
 
-// tlsConfig builds the client config from the files; nil without -ca.
+// tlsConfig builds the client config from the files (the daemons' own
+// loader: the key must match the certificate, which must chain to the
+// CA); nil without any.
 func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
 	if (certFile == "") != (keyFile == "") {
 		return nil, errors.New("-cert and -key go together")
 	}
 	if caFile == "" {
-		if certFile != "" {
-			return nil, errors.New("-cert needs -ca")
-		}
-		return nil, nil
+		return nil, errors.New("-cert needs -ca")
 	}
-	pem, err := readBounded(caFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no certificate", caFile)
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	if certFile != "" {
-		certPEM, err := readBounded(certFile)
-		if err != nil {
-			return nil, err
-		}
-		keyPEM, err := readBounded(keyFile)
-		if err != nil {
-			return nil, err
-		}
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("%s and %s: %w", certFile, keyFile, err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
-}
-
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPEM+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if len(b) > maxPEM {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxPEM)
-	}
-	return b, nil
+	return tlsconfig.Static(tlsconfig.Settings{CAFile: caFile, CertFile: certFile, KeyFile: keyFile}, time.Now())
 }
 
 // probe GETs url within timeout and reports anything but a 200.
