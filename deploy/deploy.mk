@@ -8,6 +8,12 @@ SPANGLE_TAG ?= dev
 ZK_IMAGE    ?= spangle/zookeeper:3.8-bookworm
 IMAGE_CTX   := $(BIN)/image
 DEMO_DATA   := $(BIN)/demo-data
+# The demo cluster's certificates, made by `spangle certs` on the first
+# `make up` (never committed; delete the directory for a new CA).
+DEMO_CERTS  := $(BIN)/demo-certs
+DEMO_NAMES  := storaged1,storaged2,storaged3,localhost,127.0.0.1,spiffe://spangle/storaged
+ROUTER_NAMES := routerd,localhost,127.0.0.1
+CURL_TLS    := --cacert $(DEMO_CERTS)/ca.pem --cert $(DEMO_CERTS)/client.pem --key $(DEMO_CERTS)/client-key.pem
 # docker-compose v1 or the compose plugin, whichever this machine has.
 COMPOSE     ?= $(shell if docker compose version >/dev/null 2>&1; then echo docker compose; else echo docker-compose; fi)
 # ZK_OFFICIAL=1: the official ZooKeeper image from a registry instead
@@ -15,6 +21,7 @@ COMPOSE     ?= $(shell if docker compose version >/dev/null 2>&1; then echo dock
 ZK_OFFICIAL ?=
 COMPOSE_FILES := -f deploy/docker-compose.yml $(if $(ZK_OFFICIAL),-f deploy/zookeeper-official.yml)
 COMPOSE_RUN := SPANGLE_TAG=$(SPANGLE_TAG) ZK_IMAGE=$(ZK_IMAGE) SPANGLE_SOURCE=$(abspath $(DEMO_DATA)) \
+	SPANGLE_CERTS=$(abspath $(DEMO_CERTS)) \
 	$(COMPOSE) -p spangle $(COMPOSE_FILES)
 
 export SPANGLE_TAG ZK_IMAGE
@@ -53,13 +60,19 @@ $(DEMO_DATA)/e2e-sparkey/v0001:
 $(DEMO_DATA)/e2e-parquet/v0001:
 	$(GO) run ./e2e/gendata -out $(DEMO_DATA) -db e2e-parquet -version v0001 -parquet
 
-# The demo cluster on 127.0.0.1:9590 (routerd) and :9601-9603 (storaged).
-up: images $(DEMO_DATA)/e2e/v0001 $(DEMO_DATA)/e2e-sparkey/v0001 $(DEMO_DATA)/e2e-parquet/v0001
+# A CA, the storaged's peer certificate, routerd's and a client one for
+# curl and the tools: the project's own code (shared/certgen).
+$(DEMO_CERTS)/ca.pem: | build
+	$(BIN)/spangle certs --out $(DEMO_CERTS) --names $(DEMO_NAMES) --router-names $(ROUTER_NAMES)
+
+# The demo cluster on 127.0.0.1:9590 (routerd) and :9601-9603 (storaged),
+# mutual TLS on every port: clients present $(DEMO_CERTS)/client.pem.
+up: images $(DEMO_CERTS)/ca.pem $(DEMO_DATA)/e2e/v0001 $(DEMO_DATA)/e2e-sparkey/v0001 $(DEMO_DATA)/e2e-parquet/v0001
 	$(COMPOSE_RUN) up -d
-	@echo "spangle: waiting for routerd to serve on http://127.0.0.1:9590 ..."
+	@echo "spangle: waiting for routerd to serve on https://127.0.0.1:9590 ..."
 	@for i in $$(seq 1 120); do \
-	  if curl -fsS -o /dev/null http://127.0.0.1:9590/healthz 2>/dev/null; then \
-	    echo "spangle: up; try: curl http://127.0.0.1:9590/e2e/key-0000042"; exit 0; fi; \
+	  if curl -fsS -o /dev/null $(CURL_TLS) https://127.0.0.1:9590/healthz 2>/dev/null; then \
+	    echo "spangle: up; try: curl $(CURL_TLS) https://127.0.0.1:9590/e2e/key-0000042"; exit 0; fi; \
 	  sleep 1; \
 	done; \
 	echo "spangle: routerd did not become healthy in 120 s; see: $(COMPOSE_RUN) logs" >&2; exit 1

@@ -49,7 +49,7 @@ func (s *suite) parquetDB(t *testing.T, ctx context.Context, r *row) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.c.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

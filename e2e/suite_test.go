@@ -40,7 +40,7 @@ func (s *suite) nextVersion() string {
 }
 
 func (s *suite) loadOptions(base string) load.Options {
-	return load.Options{Base: base, DB: s.db, Keys: dataset.DefaultKeys, Key: dataset.Key, Value: dataset.Value, Readers: 4}
+	return load.Options{Base: base, TLS: s.c.TLS(), DB: s.db, Keys: dataset.DefaultKeys, Key: dataset.Key, Value: dataset.Value, Readers: 4}
 }
 
 func (s *suite) routerURL(t *testing.T, ctx context.Context) string {
@@ -194,6 +194,8 @@ func TestScenarios(t *testing.T) {
 		{"11-rolling-rewrite", "11 rolling rewrite", s.rollingRewrite},
 		{"12-parquet-db", "12 Parquet db beside", s.parquetDB},
 		{"13-no-zk-credential", "13 no ZK credential", s.noZKCredential},
+		{"14-rogue-storaged", "14 rogue storaged (CA)", s.rogueStoraged},
+		{"15-cert-rotation", "15 cert rotation", s.rotateCerts},
 	}
 	for _, sc := range scenarios {
 		s.scenario(t, sc.name, sc.label, true, func(t *testing.T, r *row) { sc.run(t, ctx, r) })

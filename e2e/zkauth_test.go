@@ -30,18 +30,11 @@ func (s *suite) noZKCredential(t *testing.T, ctx context.Context, r *row) {
 	run := load.Start(ctx, s.loadOptions(base))
 	observe(ctx, 2*time.Second)
 	const addr = "rogue:9599"
-	rogue, err := s.c.RunExtra(ctx, framework.StoragedServices()[0], "rogue", []string{"SPANGLE_ZK_AUTH="},
-		"--zk", "zk:2181", "--cluster", s.c.Name(), "--advertise", addr, "--bind", "0.0.0.0:9599",
-		"--source", "s3://spangle", "--local-store", "/tmp/rogue")
+	rogue, err := s.extraStoraged(t, ctx, "rogue", []string{"SPANGLE_ZK_AUTH="}, "--advertise", addr)
 	if err != nil {
 		run.Stop()
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := s.c.RemoveExtra(context.WithoutCancel(ctx), rogue); err != nil {
-			t.Errorf("removing %s: %v", rogue, err)
-		}
-	}()
 	var logs string
 	err = framework.WaitFor(ctx, time.Minute, time.Second, "the rogue storaged's refusal", func(ctx context.Context) (bool, error) {
 		out, lerr := s.c.LogsOf(ctx, rogue)
@@ -62,7 +55,7 @@ func (s *suite) noZKCredential(t *testing.T, ctx context.Context, r *row) {
 			t.Errorf("routerd sent lookups to the node without the credential: %v", res.ProxiedTo)
 		}
 	}
-	status, err := get(ctx, base+"/")
+	status, err := s.get(ctx, base+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +83,29 @@ func (s *suite) noZKCredential(t *testing.T, ctx context.Context, r *row) {
 	}
 }
 
-// get returns the body of a GET asking for JSON.
-func get(ctx context.Context, url string) (string, error) {
+// extraStoraged starts one more storaged (a copy of storaged1's
+// container: its image, environment and certificate mount) named name,
+// in the cluster, on the source, with a local store of its own, env
+// added and args (--advertise, --config, ...) after the common flags. It
+// is removed when t ends.
+func (s *suite) extraStoraged(t *testing.T, ctx context.Context, name string, env []string, args ...string) (string, error) {
+	common := []string{"--zk", "zk:2181", "--cluster", s.c.Name(), "--bind", "0.0.0.0:9599",
+		"--source", "s3://spangle", "--local-store", "/tmp/" + name}
+	container, err := s.c.RunExtra(ctx, framework.StoragedServices()[0], name, env, append(common, args...)...)
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(func() {
+		if err := s.c.RemoveExtra(context.WithoutCancel(ctx), container); err != nil {
+			t.Errorf("removing %s: %v", container, err)
+		}
+	})
+	return container, nil
+}
+
+// get returns the body of a GET asking for JSON, over the cluster's
+// TLS.
+func (s *suite) get(ctx context.Context, url string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
@@ -99,7 +113,7 @@ func get(ctx context.Context, url string) (string, error) {
 		return "", err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	resp, err := s.c.HTTPClient().Do(req)
 	if err != nil {
 		return "", err
 	}

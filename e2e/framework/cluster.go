@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -15,7 +16,9 @@ import (
 	"time"
 
 	"spangle/e2e/dataset"
+	"spangle/shared/certgen"
 	"spangle/shared/nodetest"
+	"spangle/shared/tlsconfig"
 	"spangle/shared/wire"
 )
 
@@ -27,13 +30,33 @@ const (
 	S3 = "s3"
 )
 
+// PeerIdentity is the identity every storaged's certificate carries and
+// storaged.toml's peer_names lists: only it reaches the peer endpoints.
+const PeerIdentity = "spiffe://spangle/storaged"
+
+// CertsMount is where the containers see the certificate directory.
+const CertsMount = "/etc/spangle/tls"
+
+// CertOptions are the names of the cluster's certificates: the storaged
+// (server and peer client) for their service names, the loopback
+// address the tests reach them on, and PeerIdentity; routerd for its
+// service name and loopback. The framework makes its set with them, and
+// so does a test that rotates it.
+func CertOptions(validity time.Duration) certgen.SetOptions {
+	return certgen.SetOptions{
+		Names:       append(StoragedServices(), "localhost", "127.0.0.1", PeerIdentity),
+		RouterNames: []string{Routerd, "localhost", "127.0.0.1"},
+		Validity:    validity,
+	}
+}
+
 // StoragedServices returns the storaged service names.
 func StoragedServices() []string { return []string{"storaged1", "storaged2", "storaged3"} }
 
 // Ports inside the containers.
 const (
-	storagedPort = "9599/tcp"
-	routerdPort  = "9590/tcp"
+	storagedPort = "9599"
+	routerdPort  = "9590"
 )
 
 // Options configures Up. Zero values are the defaults noted.
@@ -74,8 +97,13 @@ type Cluster struct {
 	compose []string
 	env     []string
 	source  string // host directory the S3 server serves as bucket "spangle"
+	certs   string // host directory mounted as CertsMount
 	zkAuth  string // the storaged's ZooKeeper credential, user:password; "" for none
 	network string
+	// tls follows the client certificate and CA in certs (rotated by a
+	// test, say) until stopTLS.
+	tls     *tlsconfig.Source
+	stopTLS context.CancelFunc
 	http    *http.Client
 
 	mu  sync.Mutex
@@ -122,13 +150,6 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	source, err := os.MkdirTemp("", "spangle-e2e-source-")
-	if err != nil {
-		return nil, fmt.Errorf("framework: %w", err)
-	}
-	if err := os.Chmod(source, 0o755); err != nil {
-		return nil, fmt.Errorf("framework: %w", err)
-	}
 	zkAuth := ""
 	if !opts.NoZKAuth {
 		var b [16]byte
@@ -137,6 +158,20 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		zkAuth = "spangle:" + hex.EncodeToString(b[:])
 	}
+	source, err := os.MkdirTemp("", "spangle-e2e-source-")
+	if err != nil {
+		return nil, fmt.Errorf("framework: %w", err)
+	}
+	if err := os.Chmod(source, 0o755); err != nil {
+		return nil, fmt.Errorf("framework: %w", err)
+	}
+	certs, src, err := makeCerts()
+	if err != nil {
+		os.RemoveAll(source)
+		return nil, err
+	}
+	tlsCtx, stopTLS := context.WithCancel(context.WithoutCancel(ctx))
+	go src.Run(tlsCtx)
 	compose = append(compose, "-p", opts.Project, "-f", opts.ComposeFile)
 	for _, f := range opts.ExtraFiles {
 		compose = append(compose, "-f", f)
@@ -149,27 +184,31 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 			"SPANGLE_TAG=" + opts.Tag, "ZK_IMAGE=" + opts.ZKImage,
 			// Empty host ports: the engine picks free ones.
 			"ROUTERD_PORT=", "STORAGED1_PORT=", "STORAGED2_PORT=", "STORAGED3_PORT=",
-			"SPANGLE_ZK_AUTH=" + zkAuth,
+			"SPANGLE_ZK_AUTH=" + zkAuth, "SPANGLE_CERTS=" + certs,
 		},
 		zkAuth:  zkAuth,
 		source:  source,
+		certs:   certs,
 		network: opts.Project + "_default",
-		http:    &http.Client{Transport: &http.Transport{Proxy: nil}},
-		ids:     map[string]string{},
+		tls:     src,
+		stopTLS: stopTLS,
+		http: &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: src.ClientConfig("127.0.0.1")},
+			Timeout: 5 * time.Second},
+		ids: map[string]string{},
 	}
 	if opts.Initial.Version != "" {
 		if _, err := dataset.Write(source, opts.Initial); err != nil {
-			os.RemoveAll(source)
+			c.removeDirs()
 			return nil, err
 		}
 	}
 	for _, spec := range opts.Also {
 		if _, err := dataset.Write(source, spec); err != nil {
-			os.RemoveAll(source)
+			c.removeDirs()
 			return nil, err
 		}
 	}
-	opts.Logf("compose project %s, source root %s", opts.Project, source)
+	opts.Logf("compose project %s, source root %s, certificates %s", opts.Project, source, certs)
 	if _, err := c.composeRun(ctx, "up", "-d"); err != nil {
 		c.Down(context.WithoutCancel(ctx))
 		return nil, err
@@ -189,6 +228,45 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
+// makeCerts writes the cluster's certificates (CertOptions, as `spangle
+// certs` does) into a new directory the containers can read, and returns
+// it with a Source for the tests' own clients: the client certificate
+// and the CA, re-read every second so that a rotation reaches them too.
+func makeCerts() (string, *tlsconfig.Source, error) {
+	dir, err := os.MkdirTemp("", "spangle-e2e-certs-")
+	if err != nil {
+		return "", nil, fmt.Errorf("framework: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("framework: %w", err)
+	}
+	if err := certgen.WriteSet(dir, CertOptions(0)); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	src, err := tlsconfig.New(tlsconfig.Options{Settings: tlsconfig.Settings{
+		CertFile: filepath.Join(dir, certgen.ClientFile), KeyFile: filepath.Join(dir, certgen.ClientKeyFile),
+		CAFile: filepath.Join(dir, certgen.CAFile)}, Interval: time.Second})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, src, nil
+}
+
+func (c *Cluster) removeDirs() error {
+	c.stopTLS()
+	err := os.RemoveAll(c.source)
+	if cerr := os.RemoveAll(c.certs); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("framework: %w", err)
+	}
+	return nil
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -201,14 +279,35 @@ func (c *Cluster) composeRun(ctx context.Context, args ...string) (string, error
 	return run(ctx, c.env, c.compose[0], all...)
 }
 
-// Down removes the containers, network and volumes, and the source root.
+// Down removes the containers, network and volumes, the source root and
+// the certificates.
 func (c *Cluster) Down(ctx context.Context) error {
 	_, err := c.composeRun(ctx, "down", "-v", "--remove-orphans", "-t", "2")
-	if rerr := os.RemoveAll(c.source); rerr != nil && err == nil {
-		err = fmt.Errorf("framework: %w", rerr)
+	if rerr := c.removeDirs(); rerr != nil && err == nil {
+		err = rerr
 	}
 	return err
 }
+
+// CertsDir is the host directory holding the cluster's certificates
+// (certgen's file names), mounted read-only as CertsMount in every
+// storaged and routerd, which re-read them when they change: a test
+// rotates them by writing new files there (certgen.WriteFile).
+func (c *Cluster) CertsDir() string { return c.certs }
+
+// TLS is the client config of the tests' own requests (the load, status
+// and health polls): the client certificate in CertsDir and its CA,
+// current after a rotation. It verifies the server for 127.0.0.1, where
+// the containers' ports are published.
+func (c *Cluster) TLS() *tls.Config { return c.tls.ClientConfig("127.0.0.1") }
+
+// HTTPClient is a keep-alive client speaking TLS as TLS says.
+func (c *Cluster) HTTPClient() *http.Client { return c.http }
+
+// ReloadTLS makes the tests' clients read the certificate files now
+// rather than within a second; an error says the files on disk are not
+// a valid set (the previous one stays in use).
+func (c *Cluster) ReloadTLS() error { return c.tls.Reload() }
 
 // Project is the compose project name.
 func (c *Cluster) Project() string { return c.opts.Project }
@@ -221,13 +320,14 @@ func (c *Cluster) Name() string { return c.opts.Cluster }
 func (c *Cluster) ZKAuth() string { return c.zkAuth }
 
 // RunExtra starts one more container of service svc (its image,
-// environment and networks), named <project>-<name>, with env added
-// (KEY=VALUE; KEY= empties a variable) and args as its command, without
-// ports on the host. It returns the container's name, for LogsOf and
-// RemoveExtra.
+// environment, volumes and networks), named <project>-<name>, with env
+// added (KEY=VALUE; KEY= empties a variable) and args as its command; its
+// HTTP port is published on a free loopback port (ExtraURL). It returns
+// the container's name, which other containers resolve on the cluster
+// network, for LogsOf, ExtraURL and RemoveExtra.
 func (c *Cluster) RunExtra(ctx context.Context, svc, name string, env []string, args ...string) (string, error) {
 	container := c.opts.Project + "-" + name
-	cmd := []string{"run", "-d", "--no-deps", "--name", container}
+	cmd := []string{"run", "-d", "--no-deps", "--name", container, "-p", "127.0.0.1::" + portOf(svc)}
 	for _, e := range env {
 		cmd = append(cmd, "-e", e)
 	}
@@ -333,28 +433,44 @@ func (c *Cluster) Logs(ctx context.Context, svc string) (string, error) {
 	return out, err
 }
 
-// URL returns the host URL of the service's HTTP port. The engine picks
+// ExtraURL returns the host URL of the HTTPS port of a container
+// RunExtra started as a copy of svc.
+func (c *Cluster) ExtraURL(ctx context.Context, svc, container string) (string, error) {
+	return publishedURL(ctx, container, svc)
+}
+
+func portOf(svc string) string {
+	if svc == Routerd {
+		return routerdPort
+	}
+	return storagedPort
+}
+
+// URL returns the host URL of the service's HTTPS port (every port of
+// the cluster speaks TLS: ask with HTTPClient or TLS). The engine picks
 // a new host port when a container starts again, so ask after Start.
 func (c *Cluster) URL(ctx context.Context, svc string) (string, error) {
-	port := storagedPort
-	if svc == Routerd {
-		port = routerdPort
-	}
 	id, err := c.id(svc)
 	if err != nil {
 		return "", err
 	}
-	out, err := run(ctx, nil, "docker", "port", id, port)
+	return publishedURL(ctx, id, svc)
+}
+
+// publishedURL returns the host URL of the HTTPS port of container, a
+// copy of svc.
+func publishedURL(ctx context.Context, container, svc string) (string, error) {
+	out, err := run(ctx, nil, "docker", "port", container, portOf(svc)+"/tcp")
 	if err != nil {
 		return "", err
 	}
 	// One line per address family; take the IPv4 one.
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.HasPrefix(line, "127.0.0.1:") || strings.HasPrefix(line, "0.0.0.0:") {
-			return "http://127.0.0.1:" + line[strings.LastIndex(line, ":")+1:], nil
+			return "https://127.0.0.1:" + line[strings.LastIndex(line, ":")+1:], nil
 		}
 	}
-	return "", fmt.Errorf("framework: no published port for %s: %q", svc, out)
+	return "", fmt.Errorf("framework: no published port for %s: %q", container, out)
 }
 
 // Health is a node's /healthz: db -> version -> state (and reason).
@@ -374,7 +490,7 @@ func (c *Cluster) Node(ctx context.Context, svc string) (*nodetest.Node, error) 
 	if err != nil {
 		return nil, err
 	}
-	return nodetest.New(base), nil
+	return nodetest.NewClient(base, c.http), nil
 }
 
 // GetHealth reads the service's /healthz.
@@ -398,20 +514,26 @@ func (c *Cluster) Metrics(ctx context.Context, svc string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return MetricsWith(ctx, c.http, base)
+}
+
+// MetricsWith reads the /metrics text of the daemon at base with client
+// (one of another CA's certificates, say).
+func MetricsWith(ctx context.Context, client *http.Client, base string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return "", fmt.Errorf("framework: %w", err)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("framework: %s metrics: %w", svc, err)
+		return "", fmt.Errorf("framework: %s metrics: %w", base, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return "", fmt.Errorf("framework: %s metrics: %w", svc, err)
+		return "", fmt.Errorf("framework: %s metrics: %w", base, err)
 	}
 	return string(body), nil
 }

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +15,12 @@ import (
 
 // Options configures Start and Sweep. Zero values are the defaults noted.
 type Options struct {
-	// Base is routerd's URL (http://host:port); required.
+	// Base is routerd's URL (http://host:port, or https:// with TLS);
+	// required.
 	Base string
+	// TLS is the client config for an https Base (the cluster's CA and a
+	// client certificate); nil for http.
+	TLS *tls.Config
 	// DB is the database read; required.
 	DB string
 	// Keys is how many keys there are; Key(i) for i < Keys are read.
@@ -153,7 +158,7 @@ func Sweep(ctx context.Context, o Options) *Result {
 // more or ctx ends.
 func startReaders(ctx context.Context, o Options, keyAt func(i, n int) (int, bool)) *Run {
 	r := &Run{start: time.Now(), firstSeen: map[string]time.Time{}, seenBy: map[string]int{},
-		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: o.Readers}}}
+		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: o.Readers, TLSClientConfig: o.TLS}}}
 	for i := 0; i < o.Readers; i++ {
 		rd := newReader()
 		r.rs = append(r.rs, rd)

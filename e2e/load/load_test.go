@@ -2,7 +2,11 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/tlsconfig"
+	"spangle/shared/tlstest"
 	"spangle/shared/wire"
 )
 
@@ -114,5 +120,40 @@ func TestRunSeesSwitchAndRegression(t *testing.T) {
 	}
 	if res.AllSeen["v2"].Before(res.FirstSeen["v2"]) {
 		t.Fatalf("AllSeen %v before FirstSeen %v", res.AllSeen["v2"], res.FirstSeen["v2"])
+	}
+}
+
+// TestSweepOverMutualTLS: with Options.TLS the readers present its
+// client certificate to a server requiring one; without it every read
+// fails.
+func TestSweepOverMutualTLS(t *testing.T) {
+	set := tlstest.New(t)
+	src, err := tlsconfig.New(tlsconfig.Options{Settings: set.Peer(tlsconfig.ClientAuthRequire)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not httptest's StartTLS: it would serve a certificate of its own.
+	hs := &http.Server{ErrorLog: log.New(io.Discard, "", 0), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(wire.HeaderVersion, "v1")
+		fmt.Fprint(w, value("v1", strings.TrimPrefix(r.URL.Path, "/db/")))
+	})}
+	go hs.Serve(tls.NewListener(l, src.ServerConfig()))
+	t.Cleanup(func() { hs.Close() })
+	client, err := tlsconfig.New(tlsconfig.Options{Settings: set.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts("https://" + l.Addr().String())
+	o.TLS = client.ClientConfig("127.0.0.1")
+	if res := Sweep(context.Background(), o); res.Reads != 100 || res.Failed != 0 || res.Versions["v1"] != 100 {
+		t.Fatalf("over TLS: reads %d failed %d versions %v (last %v)", res.Reads, res.Failed, res.Versions, res.Last)
+	}
+	o.TLS = nil
+	if res := Sweep(context.Background(), o); res.Failed != res.Reads || res.Reads == 0 {
+		t.Fatalf("without TLS: reads %d failed %d", res.Reads, res.Failed)
 	}
 }

@@ -57,3 +57,42 @@ func TestWriteSet(t *testing.T) {
 		t.Fatalf("client certificate %v %v %v", leaf.DNSNames, leaf.ExtKeyUsage, leaf.NotAfter)
 	}
 }
+
+// TestWriteSetRouter: with RouterNames a router.pem is written that
+// serves (app_tls, xDS) and dials (storaged) for those names; without
+// them none.
+func TestWriteSetRouter(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	if err := WriteSet(dir, SetOptions{Names: []string{"storaged1"}, RouterNames: []string{"routerd", "127.0.0.1"}}); err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, RouterFile), filepath.Join(dir, RouterKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	caPEM, err := os.ReadFile(filepath.Join(dir, CAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "routerd", KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+			t.Errorf("router certificate for usage %v: %v", u, err)
+		}
+	}
+	if err := leaf.VerifyHostname("127.0.0.1"); err != nil {
+		t.Error(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, RouterKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("router key: %v %v", fi, err)
+	}
+	other := filepath.Join(t.TempDir(), "certs")
+	if err := WriteSet(other, SetOptions{Names: []string{"storaged1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(other, RouterFile)); !os.IsNotExist(err) {
+		t.Fatalf("router.pem without RouterNames: %v", err)
+	}
+}

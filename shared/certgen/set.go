@@ -15,6 +15,8 @@ const (
 	PeerKeyFile       = "node-key.pem"
 	ClientFile        = "client.pem"
 	ClientKeyFile     = "client-key.pem"
+	RouterFile        = "router.pem"
+	RouterKeyFile     = "router-key.pem"
 	DefaultCAName     = "spangle CA"
 	DefaultClientName = "spangle-client"
 )
@@ -27,6 +29,11 @@ type SetOptions struct {
 	// ClientNames are the client certificate's (routerd, tools); default
 	// DefaultClientName.
 	ClientNames []string
+	// RouterNames, when set, are the SANs of a third certificate for
+	// routerd, for server and client use: it serves the app-facing bind
+	// (app_tls) and the xDS server, and dials storaged. Without them no
+	// router.pem is written.
+	RouterNames []string
 	// Validity of the certificates; default DefaultValidity.
 	Validity time.Duration
 }
@@ -34,7 +41,8 @@ type SetOptions struct {
 // WriteSet makes a CA and, signed by it, a peer certificate for o.Names
 // (server and client use) and a client certificate for o.ClientNames,
 // and writes them into dir (created): ca.pem, ca-key.pem, node.pem,
-// node-key.pem, client.pem, client-key.pem. Keys are written 0600.
+// node-key.pem, client.pem, client-key.pem, and with o.RouterNames
+// router.pem and router-key.pem. Keys are written 0600.
 func WriteSet(dir string, o SetOptions) error {
 	if len(o.Names) == 0 {
 		return fmt.Errorf("certgen: no names for the peer certificate")
@@ -61,6 +69,12 @@ func WriteSet(dir string, o SetOptions) error {
 	if err != nil {
 		return err
 	}
+	var router *Pair
+	if len(o.RouterNames) > 0 {
+		if router, err = ca.Issue(Request{Names: o.RouterNames, NotBefore: now.Add(-time.Minute), NotAfter: now.Add(o.Validity)}); err != nil {
+			return err
+		}
+	}
 	if err := WriteFile(filepath.Join(dir, CAFile), ca.CertPEM, 0o644); err != nil {
 		return err
 	}
@@ -70,5 +84,11 @@ func WriteSet(dir string, o SetOptions) error {
 	if err := peer.Write(filepath.Join(dir, PeerFile), filepath.Join(dir, PeerKeyFile)); err != nil {
 		return err
 	}
-	return client.Write(filepath.Join(dir, ClientFile), filepath.Join(dir, ClientKeyFile))
+	if err := client.Write(filepath.Join(dir, ClientFile), filepath.Join(dir, ClientKeyFile)); err != nil {
+		return err
+	}
+	if router != nil {
+		return router.Write(filepath.Join(dir, RouterFile), filepath.Join(dir, RouterKeyFile))
+	}
+	return nil
 }

@@ -38,7 +38,16 @@ func New(base string) *Node {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	return &Node{Base: base, client: &http.Client{Timeout: 5 * time.Second}}
+	return NewClient(base, &http.Client{Timeout: 5 * time.Second})
+}
+
+// NewClient returns a handle on the daemon at base that asks with client
+// (one speaking TLS to an https base, say).
+func NewClient(base string, client *http.Client) *Node {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &Node{Base: base, client: client}
 }
 
 // do GETs path (asking for JSON if json) and returns the status, body

@@ -19,6 +19,7 @@ func certs(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory to write the certificates into (required; created)")
 	names := fs.String("names", "", "comma-separated SANs of the peers' certificate: DNS names, IPs, URIs such as spiffe://cluster/storaged (required)")
 	clients := fs.String("client-names", certgen.DefaultClientName, "comma-separated SANs of the client certificate (routerd, tools: no peer)")
+	routers := fs.String("router-names", "", "comma-separated SANs of a routerd certificate for server and client use (app_tls, xDS; dials storaged); none when empty")
 	validity := fs.Duration("validity", certgen.DefaultValidity, "how long the certificates are valid")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: spangle certs --out DIR --names name,...")
@@ -39,12 +40,17 @@ func certs(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "spangle certs: --validity must be positive and at most 100 years")
 		return 2
 	}
-	err := certgen.WriteSet(*out, certgen.SetOptions{Names: cliflags.SplitList(*names), ClientNames: cliflags.SplitList(*clients), Validity: *validity})
+	err := certgen.WriteSet(*out, certgen.SetOptions{Names: cliflags.SplitList(*names), ClientNames: cliflags.SplitList(*clients),
+		RouterNames: cliflags.SplitList(*routers), Validity: *validity})
 	if err != nil {
 		fmt.Fprintln(stderr, "spangle:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "wrote %s, %s (peers: %s), %s (clients: %s) and their keys into %s; keep %s off the cluster\n",
-		certgen.CAFile, certgen.PeerFile, *names, certgen.ClientFile, *clients, *out, certgen.CAKeyFile)
+	router := ""
+	if *routers != "" {
+		router = fmt.Sprintf(", %s (routerd: %s)", certgen.RouterFile, *routers)
+	}
+	fmt.Fprintf(stdout, "wrote %s, %s (peers: %s), %s (clients: %s)%s and their keys into %s; keep %s off the cluster\n",
+		certgen.CAFile, certgen.PeerFile, *names, certgen.ClientFile, *clients, router, *out, certgen.CAKeyFile)
 	return 0
 }

@@ -21,6 +21,7 @@ const usage = `usage:
   spangle status --addr <host:port>               the pins a storaged or routerd follows
                  [--tls-ca F --tls-cert F --tls-key F]   over TLS ([tls]'s ca_file, cert_file, key_file)
   spangle certs  --out <dir> --names <n,...>      make a CA and certificates for a demo or test cluster
+                 [--client-names n,...] [--router-names n,...] [--validity D]
   spangle zk-acl --zk <host:port> [...]           set the cluster's ZooKeeper ACL on its znodes (zk-acl --help)
   spangle help                                    this text
   spangle --version                               the version, commit and Go release
