@@ -57,6 +57,14 @@ func publish(t *testing.T, srv *memtopo.Server, addr string, parts ...int) {
 	}
 }
 
+// run runs w's checks until the test ends.
+func run(t *testing.T, w *Watcher) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 func waitMap(t *testing.T, w *Watcher, what string, cond func(*topo.Map) bool) *topo.Map {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -82,10 +90,7 @@ func TestRefusedNodeIsLeftOutUntilVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	run(t, w)
 
 	publish(t, srv, "good:1", 0)
 	publish(t, srv, "rogue:1", 1)
@@ -137,10 +142,7 @@ func TestUnreachableNodeIsCheckedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	run(t, w)
 	publish(t, srv, "late:1", 0, 1)
 	time.Sleep(100 * time.Millisecond)
 	if v := w.Map().Version("db", "v1"); v != nil && v.Complete(1) {
