@@ -32,12 +32,12 @@ const (
 
 // rogueStoraged: a storaged whose certificate comes from another CA (one
 // of its own, made as `spangle certs` makes one, even carrying the peers'
-// identity) registers with the cluster's ZooKeeper credential, builds its
-// share of the served version (one just published, its values not yet in
-// routerd's cache) and publishes it: routerd lists it among the replicas. routerd refuses
-// its certificate when it dials it, treats it as unreachable and counts
-// the refusal; the rogue answers no lookup (its own request counter
-// stays 0) and the reads go on with no failure.
+// identity) registers with the cluster's ZooKeeper credential. routerd
+// probes it once, refuses its certificate, counts the refusal and leaves
+// it out of its map (routerd/vetted). A new version is then published,
+// which the rogue builds and publishes too: routerd adopts it on the
+// good nodes' partitions alone, the rogue answers no lookup (its own
+// request counter stays 0) and the reads go on with no failure.
 func (s *suite) rogueStoraged(t *testing.T, ctx context.Context, r *row) {
 	const name = "roguetls"
 	container := s.c.Project() + "-" + name
@@ -60,22 +60,6 @@ func (s *suite) rogueStoraged(t *testing.T, ctx context.Context, r *row) {
 
 	base := s.routerURL(t, ctx)
 	run := load.Start(ctx, s.loadOptions(base))
-	// The served version's values are in routerd's cache since the cold
-	// start: a new version, its values not yet cached, makes routerd ask
-	// the replicas while the rogue is among them. It is adopted before
-	// the rogue comes: a rogue present while a version is adopted can
-	// make it look complete early (see e2e/README.md).
-	next := s.nextVersion()
-	if err := s.c.Publish(dataset.Spec{Version: next}); err != nil {
-		run.Stop()
-		t.Fatal(err)
-	}
-	if err := framework.WaitFor(ctx, 2*time.Minute, 200*time.Millisecond, "readers switching to "+next,
-		func(context.Context) (bool, error) { return run.SeenByAll(next), nil }); err != nil {
-		run.Stop()
-		t.Fatal(err)
-	}
-	s.current = next
 	rogue, err := s.extraStoraged(t, ctx, name, nil, "--config", mount+"storaged.toml", "--advertise", addr)
 	if err != nil {
 		run.Stop()
@@ -92,23 +76,33 @@ func (s *suite) rogueStoraged(t *testing.T, ctx context.Context, r *row) {
 		run.Stop()
 		t.Fatal(err)
 	}
-	// It registers, takes its share of the served version, publishes it
-	// (routerd lists it among the replicas), and routerd, dialling it for
-	// a value not yet cached, refuses its certificate.
-	err = framework.WaitFor(ctx, 90*time.Second, 500*time.Millisecond, "routerd listing the rogue and refusing its certificate", func(ctx context.Context) (bool, error) {
-		status, err := s.get(ctx, base+"/")
-		if err != nil || !strings.Contains(status, addr) {
-			return false, fmt.Errorf("routerd does not list %s (%v)", addr, err)
-		}
+	// It registers; routerd probes it once (routerd/vetted), refuses its
+	// certificate, counts that, and leaves it out of its map.
+	err = framework.WaitFor(ctx, 90*time.Second, 500*time.Millisecond, "routerd refusing the rogue's certificate", func(ctx context.Context) (bool, error) {
 		m, err := s.c.Metrics(ctx, framework.Routerd)
 		if err != nil {
 			return false, err
 		}
-		n := metric(m, metricServerRefused)
-		return n > refusedBefore, fmt.Errorf("%s %v (before %v)", metricServerRefused, n, refusedBefore)
+		n, unverified := metric(m, metricServerRefused), metric(m, "spangle_routerd_nodes_unverified")
+		return n > refusedBefore && unverified >= 1, fmt.Errorf("%s %v (before %v), unverified nodes %v", metricServerRefused, n, refusedBefore, unverified)
 	})
 	if err != nil {
 		fail(err)
+	}
+	// A new version, its values not yet in routerd's cache, is built and
+	// published by every node, the rogue too: routerd adopts it on the
+	// good nodes' partitions alone and never asks the rogue.
+	next := s.nextVersion()
+	if err := s.c.Publish(dataset.Spec{Version: next}); err != nil {
+		fail(err)
+	}
+	if err := framework.WaitFor(ctx, 2*time.Minute, 200*time.Millisecond, "readers switching to "+next,
+		func(context.Context) (bool, error) { return run.SeenByAll(next), nil }); err != nil {
+		fail(err)
+	}
+	s.current = next
+	if status, err := s.get(ctx, base+"/"); err != nil || strings.Contains(status, addr) {
+		fail(fmt.Errorf("routerd's status page lists the rogue %s (%v)", addr, err))
 	}
 	observe(ctx, 5*time.Second)
 	res := run.Stop()

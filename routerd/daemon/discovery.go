@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/routerd/config"
+	"spangle/routerd/vetted"
 	"spangle/shared/tlsconfig"
 	"spangle/shared/topo"
 	"spangle/shared/topo/statictopo"
@@ -17,7 +18,8 @@ import (
 )
 
 // openDiscovery returns the Watcher cfg asks for: ZooKeeper ([zk] and
-// [sharding] cluster_name) or the static storaged list. Background work
+// [sharding] cluster_name), its nodes vetted by a TLS handshake when TLS
+// is on (routerd/vetted), or the static storaged list. Background work
 // it needs runs through goRun, so that it stops with ctx and Wait waits
 // for it.
 func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg prometheus.Registerer, tlsSrc *tlsconfig.Source,
@@ -49,7 +51,17 @@ func openDiscovery(ctx context.Context, cfg config.Config, log *zap.Logger, reg 
 		}
 		// Run closes the session when ctx ends.
 		goRun(ctx, "zk discovery", w.Run)
-		return w, nil
+		if tlsSrc == nil {
+			return w, nil
+		}
+		// Anyone with the ZooKeeper credential can register: with TLS on,
+		// a node's partitions count only once its certificate is seen.
+		vw, err := vetted.New(w, vetted.Options{Check: tlsSrc.Probe, Logger: log.Named("vetted"), Registerer: reg})
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		goRun(ctx, "node vetting", vw.Run)
+		return vw, nil
 	}
 	so := statictopo.Options{
 		URLs:   cfg.Storaged,

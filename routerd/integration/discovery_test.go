@@ -96,6 +96,11 @@ func TestZooKeeperDiscovery(t *testing.T) {
 // the test ends), what a storaged at addr holding partitions held of
 // testDB v1 registers: its node, the version and each partition.
 func register(ctx context.Context, t *testing.T, opts zktopo.Options, addr string, held []int) {
+	registerVersion(ctx, t, opts, addr, "v1", held)
+}
+
+// registerVersion is register for another version of testDB.
+func registerVersion(ctx context.Context, t *testing.T, opts zktopo.Options, addr, version string, held []int) {
 	t.Helper()
 	reg, err := zktopo.Open(opts)
 	if err != nil {
@@ -108,11 +113,11 @@ func register(ctx context.Context, t *testing.T, opts zktopo.Options, addr strin
 	if err := reg.RegisterNode(ctx, topo.Node{ID: addr, Addr: addr}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.PublishVersion(ctx, testDB, "v1", topo.VersionInfo{NumPartitions: testParts}); err != nil {
+	if _, err := reg.PublishVersion(ctx, testDB, version, topo.VersionInfo{NumPartitions: testParts}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range held {
-		if err := reg.PublishPartition(ctx, testDB, "v1", p, addr); err != nil {
+		if err := reg.PublishPartition(ctx, testDB, version, p, addr); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sony/gobreaker/v2"
+
+	sharedmetrics "spangle/shared/metrics"
 )
 
 // metrics are one Server's, in the registry its Options give (never the
@@ -64,10 +66,8 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "Times a db started serving another version: a newer one, or the one a pin names.",
 		}, []string{"db"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("server: registering metrics: %w", err)
-		}
+	if err := sharedmetrics.Register(reg, m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches); err != nil {
+		return nil, fmt.Errorf("server: registering metrics: %w", err)
 	}
 	m.byCode = map[int]prometheus.Counter{}
 	for _, c := range []int{200, 400, 404, 405, 410, 414, 499, 502, 503, 504} {

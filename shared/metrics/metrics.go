@@ -25,3 +25,14 @@ func BuildInfo(name string, in buildinfo.Info) prometheus.Collector {
 		ConstLabels: prometheus.Labels{"version": in.Version, "commit": in.Commit, "goversion": in.GoVersion},
 	}, func() float64 { return 1 })
 }
+
+// Register registers every collector on reg, stopping at the first
+// error.
+func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

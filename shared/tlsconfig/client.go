@@ -93,3 +93,29 @@ func Static(st Settings, now time.Time) (*tls.Config, error) {
 	}
 	return c, nil
 }
+
+// Probe dials addr (host:port) and makes one TLS handshake with it as
+// the cluster's clients do, then hangs up: nil when the server's
+// certificate is accepted for host (or a peer_names identity), an error
+// wrapping ErrPeerRefused when it is refused, another error when addr
+// cannot be reached or speaks no TLS. routerd probes a node once before
+// its partitions count.
+func (s *Source) Probe(ctx context.Context, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("tlsconfig: %w", err)
+	}
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("tlsconfig: %w", err)
+	}
+	defer raw.Close()
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn := tls.Client(raw, s.clientConfig(host, addr))
+	if err := conn.HandshakeContext(hctx); err != nil {
+		return fmt.Errorf("tlsconfig: handshake with %s: %w", addr, err)
+	}
+	return conn.Close()
+}

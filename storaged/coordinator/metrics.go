@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	sharedmetrics "spangle/shared/metrics"
 )
 
 // metrics say whether the leader can decide: a leader whose rounds fail
@@ -27,10 +29,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, col := range []prometheus.Collector{m.roundsFailed, m.failing} {
-		if err := reg.Register(col); err != nil {
-			return nil, fmt.Errorf("coordinator: registering metrics: %w", err)
-		}
+	if err := sharedmetrics.Register(reg, m.roundsFailed, m.failing); err != nil {
+		return nil, fmt.Errorf("coordinator: registering metrics: %w", err)
 	}
 	return m, nil
 }

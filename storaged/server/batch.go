@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/wire"
 	"spangle/storaged/versions"
 )
@@ -51,10 +52,8 @@ func newBatchMetrics(reg prometheus.Registerer, budget *wire.BatchBudget) (*batc
 		Name: "spangle_storaged_batch_body_bytes",
 		Help: "Bytes of batch bodies held now (reserved before they are read; bounded by batch_read_bytes).",
 	}, func() float64 { return float64(budget.Used()) })
-	for _, c := range []prometheus.Collector{m.batches, m.keys, m.outcomes, m.refused, held} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("server: registering batch metrics: %w", err)
-		}
+	if err := sharedmetrics.Register(reg, m.batches, m.keys, m.outcomes, m.refused, held); err != nil {
+		return nil, fmt.Errorf("server: registering batch metrics: %w", err)
 	}
 	m.found = m.outcomes.WithLabelValues("found")
 	m.missing = m.outcomes.WithLabelValues("missing")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	sharedmetrics "spangle/shared/metrics"
 )
 
 // metrics are the server's Prometheus series. Counters for the statuses
@@ -36,10 +38,8 @@ func newMetrics(reg prometheus.Registerer, inflight *atomic.Int64) (*metrics, er
 		Name: "spangle_storaged_inflight_requests",
 		Help: "Key lookups in progress.",
 	}, func() float64 { return float64(inflight.Load()) })
-	for _, c := range []prometheus.Collector{m.requests, m.latency, inflightG} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("server: registering metrics: %w", err)
-		}
+	if err := sharedmetrics.Register(reg, m.requests, m.latency, inflightG); err != nil {
+		return nil, fmt.Errorf("server: registering metrics: %w", err)
 	}
 	for _, code := range knownCodes {
 		m.byCode[code] = m.requests.WithLabelValues(strconv.Itoa(code))
