@@ -53,22 +53,8 @@ func (s *suite) s3Outage(t *testing.T, ctx context.Context, r *row) {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	err := framework.WaitFor(ctx, 2*time.Minute, 100*time.Millisecond, "readers switching to "+next,
-		func(context.Context) (bool, error) { return run.SeenByAll(next), nil })
-	observe(ctx, 2*time.Second)
-	res := run.Stop()
-	*r = fromResult(r.name, res)
-	r.recoveryOf = "S3 back to all on new ver"
-	if at, ok := res.AllSeen[next]; ok {
-		r.recovery = at.Sub(back)
-		s.current = next
-	}
-	checkLoad(t, res)
+	s.awaitSwitch(t, ctx, run, r, next, back, 100*time.Millisecond, 2*time.Second, "S3 back to all on new ver")
 	if errShown != nil {
 		t.Errorf("S3 down: %v", errShown)
-	}
-	if err != nil {
-		r.note = next + " not adopted after S3 came back"
-		t.Error(err)
 	}
 }

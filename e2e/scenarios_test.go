@@ -22,6 +22,20 @@ import (
 // dataset reads back correctly through routerd.
 func (s *suite) coldStart(t *testing.T, ctx context.Context, upStart time.Time, r *row) {
 	r.recoveryOf = "compose up to serving"
+	res, servingAt := s.sweepWhenServing(t, ctx)
+	*r = fromResult(r.name, res)
+	r.recovery, r.recoveryOf = servingAt.Sub(upStart), "compose up to serving"
+	if res.Reads != dataset.DefaultKeys {
+		t.Errorf("read %d keys, want %d", res.Reads, dataset.DefaultKeys)
+	}
+}
+
+// sweepWhenServing waits until every container is healthy and routerd
+// serves the current version, then reads every key once through routerd
+// with 8 readers, and checks that none failed and every answer came from
+// the current version. It returns the sweep and when serving began.
+func (s *suite) sweepWhenServing(t *testing.T, ctx context.Context) (*load.Result, time.Time) {
+	t.Helper()
 	if err := s.c.WaitAllHealthy(ctx, ready); err != nil {
 		t.Fatal(err)
 	}
@@ -30,15 +44,34 @@ func (s *suite) coldStart(t *testing.T, ctx context.Context, upStart time.Time, 
 	o := s.loadOptions(s.routerURL(t, ctx))
 	o.Readers = 8
 	res := load.Sweep(ctx, o)
-	*r = fromResult(r.name, res)
-	r.recovery, r.recoveryOf = servingAt.Sub(upStart), "compose up to serving"
 	checkLoad(t, res)
-	if res.Reads != dataset.DefaultKeys {
-		t.Errorf("read %d keys, want %d", res.Reads, dataset.DefaultKeys)
-	}
 	if res.Versions[s.current] != dataset.DefaultKeys {
 		t.Errorf("answers per version %v, want all %d from %s", res.Versions, dataset.DefaultKeys, s.current)
 	}
+	return res, servingAt
+}
+
+// checkNoSourceReads fails the test unless every node of nodes read no
+// record from the source since it started and reused at least one
+// version from its local store; what each says is logged after what.
+func (s *suite) checkNoSourceReads(t *testing.T, ctx context.Context, nodes []string, after string) {
+	t.Helper()
+	var proof []string
+	for _, svc := range nodes {
+		m, err := s.c.Metrics(ctx, svc)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		records := metric(m, "spangle_storaged_records_loaded_total")
+		reused := metric(m, `spangle_storaged_version_loads_total{result="reused"}`)
+		loaded := max(metric(m, `spangle_storaged_version_loads_total{result="loaded"}`), 0)
+		proof = append(proof, fmt.Sprintf("%s: records read %v, versions reused %v, loaded %v", svc, records, reused, loaded))
+		if records != 0 || reused < 1 {
+			t.Errorf("%s re-read the source %s: records_loaded_total %v, reused %v, loaded %v", svc, after, records, reused, loaded)
+		}
+	}
+	t.Logf("%s: %s", after, strings.Join(proof, "; "))
 }
 
 // nodeLoss: docker kill one storaged under load: zero failed reads.
@@ -80,21 +113,7 @@ func (s *suite) zkLoss(t *testing.T, ctx context.Context, r *row) {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	err := framework.WaitFor(ctx, 2*time.Minute, 250*time.Millisecond, "readers switching to "+next,
-		func(context.Context) (bool, error) { return run.SeenByAll(next), nil })
-	observe(ctx, 2*time.Second)
-	res := run.Stop()
-	*r = fromResult(r.name, res)
-	r.recoveryOf = "ZK back to new version read"
-	if at, ok := res.AllSeen[next]; ok {
-		r.recovery = max(at.Sub(back), 0)
-		s.current = next
-	}
-	checkLoad(t, res)
-	if err != nil {
-		r.note = next + " not adopted"
-		t.Error(err)
-	}
+	res := s.awaitSwitch(t, ctx, run, r, next, back, 250*time.Millisecond, 2*time.Second, "ZK back to new version read")
 	if first, ok := res.FirstSeen[next]; ok && first.Before(back) {
 		// Not a failure of the contract (storaged may adopt without
 		// ZooKeeper only if it can tell the version is complete), but
@@ -114,22 +133,34 @@ func (s *suite) upgrade(t *testing.T, ctx context.Context, r *row) {
 		run.Stop()
 		t.Fatal(err)
 	}
-	err := framework.WaitFor(ctx, 2*time.Minute, 100*time.Millisecond, "readers switching to "+next,
+	res := s.awaitSwitch(t, ctx, run, r, next, published, 100*time.Millisecond, 3*time.Second, "publish to all readers on it")
+	if _, ok := res.AllSeen[next]; ok {
+		t.Logf("switch: first reader after %v, all readers after %v", res.FirstSeen[next].Sub(published), r.recovery)
+	}
+}
+
+// awaitSwitch waits until every reader of run has read next, reads on
+// for linger, stops run and records the scenario in r: its recovery
+// runs from since to every reader on next (named recoveryOf). A version
+// not adopted within two minutes is an error, noted in r.
+func (s *suite) awaitSwitch(t *testing.T, ctx context.Context, run *load.Run, r *row, next string, since time.Time, poll, linger time.Duration, recoveryOf string) *load.Result {
+	t.Helper()
+	err := framework.WaitFor(ctx, 2*time.Minute, poll, "readers switching to "+next,
 		func(context.Context) (bool, error) { return run.SeenByAll(next), nil })
-	observe(ctx, 3*time.Second)
+	observe(ctx, linger)
 	res := run.Stop()
 	*r = fromResult(r.name, res)
-	r.recoveryOf = "publish to all readers on it"
+	r.recoveryOf = recoveryOf
 	if at, ok := res.AllSeen[next]; ok {
-		r.recovery = at.Sub(published)
+		r.recovery = max(at.Sub(since), 0)
 		s.current = next
-		t.Logf("switch: first reader after %v, all readers after %v", res.FirstSeen[next].Sub(published), r.recovery)
 	}
 	checkLoad(t, res)
 	if err != nil {
 		r.note = next + " not adopted"
 		t.Error(err)
 	}
+	return res
 }
 
 // corruptVersion: a new version with a corrupt file goes to ERROR and the
@@ -238,39 +269,13 @@ func (s *suite) fullRestart(t *testing.T, ctx context.Context, r *row) {
 	parallel(t, nodes, func(svc string) error { return s.c.Stop(ctx, svc) })
 	started := time.Now()
 	parallel(t, nodes, func(svc string) error { return s.c.Start(ctx, svc) })
-	if err := s.c.WaitAllHealthy(ctx, ready); err != nil {
-		t.Fatal(err)
-	}
-	s.waitServing(t, ctx, s.current)
-	servingAt := time.Now()
-	o := s.loadOptions(s.routerURL(t, ctx))
-	o.Readers = 8
-	res := load.Sweep(ctx, o)
+	res, servingAt := s.sweepWhenServing(t, ctx)
 	*r = fromResult(r.name, res)
 	r.recoveryOf = "start to serving"
 	r.recovery = servingAt.Sub(started)
-	checkLoad(t, res)
-	if res.Versions[s.current] != dataset.DefaultKeys {
-		t.Errorf("answers per version %v, want all %d from %s", res.Versions, dataset.DefaultKeys, s.current)
-	}
 	// No record was read from the source since the restart: the
 	// counters start at zero with the process.
-	var proof []string
-	for _, svc := range nodes {
-		m, err := s.c.Metrics(ctx, svc)
-		if err != nil {
-			t.Error(err)
-			continue
-		}
-		records := metric(m, "spangle_storaged_records_loaded_total")
-		reused := metric(m, `spangle_storaged_version_loads_total{result="reused"}`)
-		loaded := max(metric(m, `spangle_storaged_version_loads_total{result="loaded"}`), 0)
-		proof = append(proof, fmt.Sprintf("%s: records read %v, versions reused %v, loaded %v", svc, records, reused, loaded))
-		if records != 0 || reused < 1 {
-			t.Errorf("%s re-read the source after the restart: records_loaded_total %v, reused %v, loaded %v", svc, records, reused, loaded)
-		}
-	}
-	t.Logf("after the restart: %s", strings.Join(proof, "; "))
+	s.checkNoSourceReads(t, ctx, nodes, "after the restart")
 }
 
 // corruptThenRestart: a new version corrupt on every node goes to ERROR
