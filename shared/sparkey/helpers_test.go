@@ -70,7 +70,13 @@ func write(t testing.TB, opts WriterOptions, ops []op) (log, index []byte) {
 
 // readAll reads every live pair of a log and its framed index.
 func readAll(log, index []byte) ([][2]string, error) {
-	r, err := NewReader(bytes.NewReader(log), int64(len(log)), "test.spl", bytes.NewReader(index), "test.spi.sz")
+	return readPairs(bytes.NewReader(log), int64(len(log)), "test.spl", bytes.NewReader(index), "test.spi.sz")
+}
+
+// readPairs reads every live pair of a log of size bytes and its framed
+// index.
+func readPairs(log io.Reader, size int64, logName string, index io.Reader, indexName string) ([][2]string, error) {
+	r, err := NewReader(log, size, logName, index, indexName)
 	if err != nil {
 		return nil, err
 	}

@@ -29,16 +29,7 @@ func readPair(t testing.TB, dir, base string) ([][2]string, error) {
 		t.Fatal(err)
 	}
 	defer xf.Close()
-	r, err := NewReader(lf, fi.Size(), base+".spl", xf, base+".spi.sz")
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var out [][2]string
-	for r.Next() {
-		out = append(out, [2]string{string(r.Key()), string(r.Value())})
-	}
-	return out, r.Err()
+	return readPairs(lf, fi.Size(), base+".spl", xf, base+".spi.sz")
 }
 
 func TestReadSequinsFiles(t *testing.T) {
