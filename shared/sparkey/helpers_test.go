@@ -3,11 +3,12 @@ package sparkey
 import (
 	"bytes"
 	"errors"
-	snappyfr "github.com/klauspost/compress/snappy"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	snappyfr "github.com/klauspost/compress/snappy"
 )
 
 // memFile is an in-memory io.WriteSeeker.
