@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"spangle/storaged/table"
 )
@@ -30,6 +31,9 @@ type buffer struct {
 	// ords is set when records carry their ordinal (a load that resolves
 	// duplicate keys); fixed at creation.
 	ords bool
+
+	// added counts the records ever added, take or not.
+	added atomic.Int64
 
 	mu      sync.Mutex // guards the fields below during add and take
 	chunks  [][]byte
@@ -61,6 +65,7 @@ func (b *buffer) add(key, val []byte, ord uint64) int64 {
 	b.entries = append(b.entries, entry{prefix: table.KeyPrefix(key), chunk: uint32(last), off: uint32(off)})
 	n := int64(len(c)-off) + 16
 	b.bytes += n
+	b.added.Add(1)
 	return n
 }
 

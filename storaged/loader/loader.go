@@ -124,6 +124,11 @@ type loadState struct {
 	dedup bool
 	// spills are each partition's spill files (dedup only).
 	spills [][]string
+	// claimed marks the partitions a unit streams a run into, and kept
+	// holds those runs until the end (dedup only; fast.go).
+	claimed []atomic.Bool
+	keptMu  sync.Mutex
+	kept    []*keptRun
 
 	records    atomic.Int64
 	runs       atomic.Int64
@@ -166,7 +171,9 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, layout: layout,
 		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n),
-		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n)}
+		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n),
+		claimed: make([]atomic.Bool, n), kept: make([]*keptRun, n)}
+	defer st.abortKept()
 	for _, p := range held {
 		if p < 0 || p >= n {
 			return Result{}, fmt.Errorf("loader: partition %d out of range [0,%d)", p, n)
@@ -194,6 +201,9 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	req.Progress.start(time.Now(), units, total)
 
 	if err := st.readFiles(); err != nil {
+		return Result{}, err
+	}
+	if err := st.settleKept(); err != nil {
 		return Result{}, err
 	}
 	if err := st.spill(true); err != nil {
@@ -273,7 +283,7 @@ func (st *loadState) readFileLimited(ctx context.Context, unit int) error {
 }
 
 // readFile loads one unit, the unit-th of the layout: the fast path while
-// it holds, then the general path.
+// it holds (fast.go), then the general path.
 func (st *loadState) readFile(ctx context.Context, unit int) error {
 	u := st.layout.Units[unit]
 	r, err := st.layout.Format.Open(ctx, u, st.in)
@@ -282,19 +292,14 @@ func (st *loadState) readFile(ctx context.Context, unit int) error {
 	}
 	defer r.Close()
 	prog := st.req.Progress
-	var (
-		run   *table.RunWriter
-		runP  = -1
-		count int64
-	)
+	f := fastPath{st: st, unit: unit, p: -1}
+	var count int64
 	defer func() {
-		if run != nil {
-			run.Abort()
-		}
+		f.abort()
 		st.records.Add(count)
 		prog.records.Add(count % recordBatch)
 	}()
-	fast := !st.dedup
+	fast := true
 	spread := false // some record went to a buffer
 	for r.Next() {
 		count++
@@ -311,51 +316,81 @@ func (st *loadState) readFile(ctx context.Context, unit int) error {
 				ErrWrongPartition, st.in.Path(u.Files[0]), r.Offset(), p, st.n, u.Partition)
 		}
 		if fast {
-			if runP < 0 && st.builders[p] != nil {
-				if run, err = st.builders[p].NewRun(); err != nil {
-					return localErr(err)
-				}
-				runP = p
+			ok, err := f.add(p, key, val, ordinal(unit, count))
+			if err != nil {
+				return err
 			}
-			if p == runP {
-				err := run.Append(key, val)
-				if err == nil {
-					continue
-				}
-				if !errors.Is(err, table.ErrOrder) {
-					return localErr(err)
-				}
+			if ok {
+				continue
 			}
-			// The file is not (or no longer) one sorted partition: what
-			// was streamed stays a valid run; the rest goes the general way.
+			// The unit is not (or no longer) one sorted partition: what
+			// was streamed stays a run; the rest goes the general way.
 			fast = false
-			if err := st.closeRun(&run); err != nil {
+			if _, err := f.stop(false); err != nil {
 				return err
 			}
 		}
-		if b := st.buffers[p]; b != nil {
+		if st.buffers[p] != nil {
 			spread = true
-			if st.buffered.Add(b.add(key, val, ordinal(unit, count))) > st.opts.SpillBytes {
-				if err := st.spill(false); err != nil {
-					return err
-				}
+			if err := st.bufferRecord(p, key, val, ordinal(unit, count)); err != nil {
+				return err
 			}
 		}
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("loader: %w", err)
 	}
-	if fast && run != nil {
-		st.fast.Add(1)
-		prog.presharded.Add(1)
-	} else if spread {
-		prog.spread.Add(1)
+	if fast {
+		ran, err := f.stop(true)
+		if err != nil {
+			return err
+		}
+		if ran {
+			st.fast.Add(1)
+			prog.presharded.Add(1)
+		} else if count > 0 && st.buffers[f.p] != nil {
+			spread = true
+		}
 	}
-	if err := st.closeRun(&run); err != nil {
-		return err
+	if spread {
+		prog.spread.Add(1)
 	}
 	prog.filesDone.Add(1)
 	return nil
+}
+
+// parallel calls fn(ctx, i) for i in [0,n), opts.Parallel at a time and
+// each holding a slot of opts.Limit, and returns the first error.
+func (st *loadState) parallel(n int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(st.ctx)
+	defer cancel()
+	sem := make(chan struct{}, st.opts.Parallel)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if st.opts.Limit != nil {
+				select {
+				case st.opts.Limit <- struct{}{}:
+					defer func() { <-st.opts.Limit }()
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+					return
+				}
+			}
+			if errs[i] = fn(ctx, i); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (st *loadState) closeRun(run **table.RunWriter) error {
