@@ -88,8 +88,11 @@ func (b *buffer) record(i int) (key, val []byte) {
 	return c[:kl:kl], c[kl : kl+vl : kl+vl]
 }
 
-// ordOf returns the ordinal of a record of a buffer with ords.
+// ordOf returns the ordinal of a record, 0 in a buffer without ords.
 func (b *buffer) ordOf(e entry) uint64 {
+	if !b.ords {
+		return 0
+	}
 	c := b.chunks[e.chunk][e.off:]
 	kl, n1 := binary.Uvarint(c)
 	vl, n2 := binary.Uvarint(c[n1:])

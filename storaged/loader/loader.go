@@ -35,6 +35,10 @@ var ErrWrongPartition = errors.New("loader: key in the wrong partition")
 // localErr marks err, from the table package, as ErrLocal.
 func localErr(err error) error { return fmt.Errorf("%w: %w", ErrLocal, err) }
 
+// DefaultSpillBytes is Options.SpillBytes' default: what a load holds in
+// memory of the records of files that are not pre-sharded.
+const DefaultSpillBytes = 16 << 20
+
 // Options tunes loading. Zero values select the defaults noted.
 type Options struct {
 	// Parallel is how many files of one version are read at once; default
@@ -44,7 +48,8 @@ type Options struct {
 	// (max_parallel_loads): a file is read only while holding a slot.
 	Limit chan struct{}
 	// SpillBytes is how many bytes of records the general path buffers
-	// before writing sorted runs; default 128 MiB.
+	// before writing them sorted to spill files, merged into one run per
+	// partition at the end; default DefaultSpillBytes.
 	SpillBytes int64
 	// Build tunes the written tables.
 	Build table.BuildOptions
@@ -119,11 +124,12 @@ type loadState struct {
 	buffered atomic.Int64              // bytes in buffers
 	spillMu  sync.Mutex                // one spill at a time; guards spills
 	// dedup is set when the layout resolves duplicate keys: records carry
-	// their ordinals, no file takes the fast path, and a partition whose
-	// records spill more than once is merged into one run at the end.
+	// their ordinals, and equal keys meet where they are merged.
 	dedup bool
-	// spills are each partition's spill files (dedup only).
-	spills [][]string
+	// spills are each partition's spill files (spill.go), and spillSeq
+	// numbers them.
+	spills   [][]string
+	spillSeq []int
 	// claimed marks the partitions a unit streams a run into, and kept
 	// holds those runs until the end (dedup only; fast.go).
 	claimed []atomic.Bool
@@ -153,7 +159,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		opts.Parallel = runtime.GOMAXPROCS(0)
 	}
 	if opts.SpillBytes <= 0 {
-		opts.SpillBytes = 128 << 20
+		opts.SpillBytes = DefaultSpillBytes
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -171,7 +177,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, layout: layout,
 		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n),
-		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n),
+		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n), spillSeq: make([]int, n),
 		claimed: make([]atomic.Bool, n), kept: make([]*keptRun, n)}
 	defer st.abortKept()
 	for _, p := range held {
@@ -408,71 +414,6 @@ func (st *loadState) closeRun(run **table.RunWriter) error {
 	return nil
 }
 
-// writeDedupRun writes partition p's one run from b, one record per key.
-func (st *loadState) writeDedupRun(p int, b *buffer) error {
-	b.sort()
-	w, err := st.builders[p].NewRun()
-	if err != nil {
-		return localErr(err)
-	}
-	d := &deduper{st: st, policy: st.layout.Duplicates, emit: func(k, v []byte, _ uint64) error {
-		if err := w.Append(k, v); err != nil {
-			return localErr(err)
-		}
-		return nil
-	}}
-	if err := st.feed(d, b); err != nil {
-		w.Abort()
-		return err
-	}
-	st.duplicates.Add(d.duplicates)
-	st.runs.Add(1)
-	if err := w.Close(); err != nil {
-		return localErr(err)
-	}
-	return nil
-}
-
-// writeSpill writes b as one of partition p's spill files, and when final
-// merges them all into the partition's one run.
-func (st *loadState) writeSpill(p int, b *buffer, final bool) error {
-	if len(b.entries) > 0 {
-		b.sort()
-		w, err := createSpill(st.req.Dir(p), len(st.spills[p]))
-		if err != nil {
-			return err
-		}
-		d := &deduper{st: st, policy: st.layout.Duplicates, emit: w.add}
-		if err := st.feed(d, b); err != nil {
-			w.close()
-			return err
-		}
-		st.duplicates.Add(d.duplicates)
-		name, err := w.close()
-		if err != nil {
-			return err
-		}
-		st.spills[p] = append(st.spills[p], name)
-	}
-	if !final {
-		return nil
-	}
-	names := st.spills[p]
-	st.spills[p] = nil
-	return st.mergeSpills(p, names)
-}
-
-// feed passes b's sorted records to d.
-func (st *loadState) feed(d *deduper, b *buffer) error {
-	for i := range b.entries {
-		k, v := b.record(i)
-		if err := d.add(k, v, b.ordOf(b.entries[i])); err != nil {
-			return err
-		}
-	}
-	return d.flush()
-}
-
 // spill sorts the buffered records of every partition and writes each as a
 // run, partitions in parallel. Unless final, it does nothing when another
 // spill already brought the buffers under budget.
@@ -503,12 +444,12 @@ func (st *loadState) spill(final bool) error {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			switch {
-			case !st.dedup:
+			case !final:
+				errs[p] = st.writeSpill(p, b)
+			case len(st.spills[p]) == 0:
 				errs[p] = st.writeRun(p, b)
-			case final && len(st.spills[p]) == 0:
-				errs[p] = st.writeDedupRun(p, b)
 			default:
-				errs[p] = st.writeSpill(p, b, final)
+				errs[p] = st.mergeSpills(p, b)
 			}
 		}()
 	}
@@ -516,18 +457,30 @@ func (st *loadState) spill(final bool) error {
 	return errors.Join(errs...)
 }
 
+// writeRun writes b as partition p's one run: the partition spilled
+// nothing before.
 func (st *loadState) writeRun(p int, b *buffer) error {
 	b.sort()
 	w, err := st.builders[p].NewRun()
 	if err != nil {
 		return localErr(err)
 	}
-	for i := range b.entries {
-		k, v := b.record(i)
+	emit, flush := st.emitter(func(k, v []byte, _ uint64) error {
 		if err := w.Append(k, v); err != nil {
-			w.Abort()
 			return localErr(err)
 		}
+		return nil
+	})
+	for i := range b.entries {
+		k, v := b.record(i)
+		if err := emit(k, v, b.ordOf(b.entries[i])); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		w.Abort()
+		return err
 	}
 	st.runs.Add(1)
 	if err := w.Close(); err != nil {
