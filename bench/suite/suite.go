@@ -30,6 +30,11 @@ type Options struct {
 	// many keys to measure its memory; default 0 (none). The command
 	// sets 10M in full mode.
 	BigKeys int
+	// ParquetBigMB, when positive, adds to the parquet section the peak
+	// RSS of storaged loading one Parquet file of about that many MB
+	// (2 KiB values, Snappy), in key order and spread over 8 partitions;
+	// default 0 (none).
+	ParquetBigMB int
 	// Uncompressed writes the dataset without compression; by default it
 	// is block-compressed with Codec, and load time is measured on an
 	// uncompressed copy as well.

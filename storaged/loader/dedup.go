@@ -65,8 +65,9 @@ type deduper struct {
 	policy Duplicates
 	emit   func(key, val []byte, ord uint64) error
 
-	has        bool
-	key, val   []byte // the record held back: a later one may replace it
+	has        bool // key and ord are the last key's
+	held       bool // "last": val is held back, a later record may replace it
+	key, val   []byte
 	ord        uint64
 	duplicates int64
 }
@@ -86,20 +87,28 @@ func (d *deduper) add(key, val []byte, ord uint64) error {
 				ErrDuplicateKey, quoteKey(key), d.st.where(d.ord), d.st.where(ord))
 		}
 	}
+	if d.policy != DuplicatesLast {
+		// The first record of a key is the one kept (or the only one
+		// allowed): it goes on at once, and only its key and ordinal are
+		// kept, to compare.
+		d.key = append(d.key[:0], key...)
+		d.ord, d.has = ord, true
+		return d.emit(key, val, ord)
+	}
 	if err := d.flush(); err != nil {
 		return err
 	}
 	d.key = append(d.key[:0], key...)
 	d.val = append(d.val[:0], val...)
-	d.ord, d.has = ord, true
+	d.ord, d.has, d.held = ord, true, true
 	return nil
 }
 
-// flush passes the held record on.
+// flush passes the held record on ("last" only).
 func (d *deduper) flush() error {
-	if !d.has {
+	if !d.held {
 		return nil
 	}
-	d.has = false
+	d.held = false
 	return d.emit(d.key, d.val, d.ord)
 }
