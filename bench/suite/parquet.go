@@ -98,11 +98,6 @@ func (b *bench) parquetSection(ctx context.Context) {
 
 	b.getRowAgainstSequenceFiles(ctx, "storaged GET, Parquet feature table as JSON", "storaged-parquet-features",
 		"storaged on the Parquet feature table", ft.Root, "binary-value (SequenceFile) db", seq.Root, featureGetRatioTarget)
-	if b.o.ParquetBigMB > 0 && ctx.Err() == nil {
-		os.RemoveAll(kv.Root)
-		os.RemoveAll(ft.Root)
-		b.parquetBigRows(ctx, b.o.ParquetBigMB)
-	}
 }
 
 // parquetBigRSSTargetMB is issue 30's bound on storaged's peak RSS while
