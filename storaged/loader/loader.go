@@ -465,20 +465,12 @@ func (st *loadState) writeRun(p int, b *buffer) error {
 	if err != nil {
 		return localErr(err)
 	}
-	emit, flush := st.emitter(func(k, v []byte, _ uint64) error {
+	if err := st.drain(b, func(k, v []byte, _ uint64) error {
 		if err := w.Append(k, v); err != nil {
 			return localErr(err)
 		}
 		return nil
-	})
-	for i := range b.entries {
-		k, v := b.record(i)
-		if err := emit(k, v, b.ordOf(b.entries[i])); err != nil {
-			w.Abort()
-			return err
-		}
-	}
-	if err := flush(); err != nil {
+	}); err != nil {
 		w.Abort()
 		return err
 	}

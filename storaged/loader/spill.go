@@ -44,6 +44,19 @@ func (st *loadState) emitter(out func(k, v []byte, ord uint64) error) (emit func
 	}
 }
 
+// drain passes the records of the sorted buffer b through emitter to
+// out.
+func (st *loadState) drain(b *buffer, out func(k, v []byte, ord uint64) error) error {
+	emit, flush := st.emitter(out)
+	for i := range b.entries {
+		k, v := b.record(i)
+		if err := emit(k, v, b.ordOf(b.entries[i])); err != nil {
+			return err
+		}
+	}
+	return flush()
+}
+
 // writeSpill writes b sorted as one of partition p's spill files.
 func (st *loadState) writeSpill(p int, b *buffer) error {
 	b.sort()
@@ -51,15 +64,7 @@ func (st *loadState) writeSpill(p int, b *buffer) error {
 	if err != nil {
 		return err
 	}
-	emit, flush := st.emitter(w.add)
-	for i := range b.entries {
-		k, v := b.record(i)
-		if err := emit(k, v, b.ordOf(b.entries[i])); err != nil {
-			w.abort()
-			return err
-		}
-	}
-	if err := flush(); err != nil {
+	if err := st.drain(b, w.add); err != nil {
 		w.abort()
 		return err
 	}
