@@ -22,38 +22,84 @@ import (
 //     run at all;
 //   - only one unit streams a run into a partition (claimed), and equal
 //     adjacent keys in it are resolved as they stream (deduper);
-//   - the run is kept open to the end of the load: when no record of its
-//     partition went to the buffers, the run is the partition, closed as
-//     it is; otherwise (a unit with another unit's keys of the same
+//   - the run is kept uncommitted to the end of the load: when no record of
+//     its partition went to the buffers, the run is the partition,
+//     committed as it is; otherwise (a unit with another unit's keys of the same
 //     partition, or one sorted for a long prefix, then not) the run is
 //     dropped and its rows are read again from the unit into the buffers,
 //     where the merge resolves every duplicate.
+//
+// A run is a table of at most maxRunBytes of records; a longer unit
+// writes several, one after another, so that no table's index and bloom
+// filter grow in memory beyond that share while it is written.
 const (
 	pendingRecords = 1024
 	pendingBytes   = 1 << 20
+	maxRunBytes    = 512 << 20
 )
 
 // fastPath is one unit's run while its records are one sorted partition.
 type fastPath struct {
-	st   *loadState
-	unit int
-	p    int // the partition, -1 before the first record
-	run  *table.RunWriter
+	st       *loadState
+	unit     int
+	p        int // the partition, -1 before the first record
+	run      *table.RunWriter
+	runBytes int  // bytes appended to run
+	wrote    bool // some run got records
+	// after is the last key of the previous run, once a run was rotated.
+	after []byte
 
 	// Loads that resolve duplicates only.
-	pending *buffer // records held back before the run starts
-	last    []byte  // the last key added
-	d       *deduper
-	rows    int64 // rows of the unit added
+	committed bool
+	pending   *buffer // records held back before the run starts
+	last      []byte  // the last key added
+	d         *deduper
+	rows      int64              // rows of the unit added
+	finished  []*table.RunWriter // finished runs, not committed
 }
 
-// keptRun is a unit's run of a load that resolves duplicates, open until
-// the end of the load.
+// keptRun is a unit's runs in a load that resolves duplicates, finished
+// but not committed until the end of the load.
 type keptRun struct {
-	w          *table.RunWriter
+	ws         []*table.RunWriter
 	unit       int
-	rows       int64 // the unit's rows 1..rows are in it
+	rows       int64 // the unit's rows 1..rows are in them
 	duplicates int64
+}
+
+// appendRun appends a record to the run, starting one when there is
+// none, and ends the run when it has maxRunBytes: a load that resolves
+// duplicates keeps it finished, uncommitted; any other commits it.
+func (f *fastPath) appendRun(key, val []byte) error {
+	if f.run == nil {
+		w, err := f.st.builders[f.p].NewRun()
+		if err != nil {
+			return localErr(err)
+		}
+		f.run = w
+	}
+	if err := f.run.Append(key, val); err != nil {
+		if errors.Is(err, table.ErrOrder) {
+			return err
+		}
+		return localErr(err)
+	}
+	f.wrote = true
+	if f.runBytes += len(key) + len(val); f.runBytes < f.st.opts.runBytes {
+		return nil
+	}
+	f.after = append(f.after[:0], key...)
+	f.runBytes = 0
+	if !f.st.dedup {
+		return f.st.closeRun(&f.run)
+	}
+	w := f.run
+	f.run = nil
+	f.finished = append(f.finished, w)
+	if err := w.Finish(); err != nil {
+		return localErr(err)
+	}
+	return nil
 }
 
 // add streams a record into the run, or reports false when the record
@@ -70,22 +116,19 @@ func (f *fastPath) add(p int, key, val []byte, ord uint64) (bool, error) {
 		return false, nil
 	}
 	if !st.dedup {
-		if f.run == nil {
-			var err error
-			if f.run, err = st.builders[p].NewRun(); err != nil {
-				return false, localErr(err)
-			}
+		if f.run == nil && f.after != nil && bytes.Compare(key, f.after) < 0 {
+			return false, nil
 		}
-		err := f.run.Append(key, val)
+		err := f.appendRun(key, val)
 		if err != nil && !errors.Is(err, table.ErrOrder) {
-			return false, localErr(err)
+			return false, err
 		}
 		return err == nil, nil
 	}
 	if f.rows > 0 && bytes.Compare(key, f.last) < 0 {
 		return false, nil
 	}
-	if f.run == nil {
+	if !f.committed {
 		if f.pending == nil {
 			f.pending = &buffer{ords: true}
 		}
@@ -115,16 +158,9 @@ func (f *fastPath) commit() (bool, error) {
 	if !st.claimed[f.p].CompareAndSwap(false, true) {
 		return false, nil
 	}
-	w, err := st.builders[f.p].NewRun()
-	if err != nil {
-		return false, localErr(err)
-	}
-	f.run = w
+	f.committed = true
 	f.d = &deduper{st: st, policy: st.layout.Duplicates, emit: func(k, v []byte, _ uint64) error {
-		if err := w.Append(k, v); err != nil {
-			return localErr(err)
-		}
-		return nil
+		return f.appendRun(k, v)
 	}}
 	pending := f.pending
 	f.pending = nil
@@ -138,23 +174,19 @@ func (f *fastPath) commit() (bool, error) {
 }
 
 // stop ends the fast path: whole says the unit's every record is in it.
-// What was streamed stays a run; pending records go to the buffers.
+// What was streamed stays in runs; pending records go to the buffers.
 // stop reports whether the unit left a run.
 func (f *fastPath) stop(whole bool) (bool, error) {
 	st := f.st
 	if !st.dedup {
-		if f.run == nil {
-			return false, nil
-		}
-		ran := f.run.Len() > 0
-		return ran, st.closeRun(&f.run)
+		return f.wrote, st.closeRun(&f.run)
 	}
-	if f.run == nil && f.pending != nil && whole {
+	if !f.committed && f.pending != nil && whole {
 		if _, err := f.commit(); err != nil {
 			return false, err
 		}
 	}
-	if f.run == nil {
+	if !f.committed {
 		pending := f.pending
 		f.pending = nil
 		if pending == nil {
@@ -171,13 +203,20 @@ func (f *fastPath) stop(whole bool) (bool, error) {
 	if err := f.d.flush(); err != nil {
 		return false, err
 	}
+	if f.run != nil {
+		w := f.run
+		f.run = nil
+		f.finished = append(f.finished, w)
+		if err := w.Finish(); err != nil {
+			return false, localErr(err)
+		}
+	}
 	// When it stopped early, the record that broke the order was not
-	// taken.
-	rows := f.rows
+	// taken: the runs hold rows 1..rows.
 	st.keptMu.Lock()
-	st.kept[f.p] = &keptRun{w: f.run, unit: f.unit, rows: rows, duplicates: f.d.duplicates}
+	st.kept[f.p] = &keptRun{ws: f.finished, unit: f.unit, rows: f.rows, duplicates: f.d.duplicates}
 	st.keptMu.Unlock()
-	f.run = nil
+	f.finished = nil
 	return true, nil
 }
 
@@ -187,6 +226,10 @@ func (f *fastPath) abort() {
 		f.run.Abort()
 		f.run = nil
 	}
+	for _, w := range f.finished {
+		w.Abort()
+	}
+	f.finished = nil
 }
 
 // bufferRecord adds a record to partition p's buffer (dropped when p is
@@ -214,8 +257,11 @@ func (st *loadState) settleKept() error {
 		if st.buffers[p].added.Load() == 0 {
 			st.kept[p] = nil
 			st.duplicates.Add(k.duplicates)
-			if err := st.closeRun(&k.w); err != nil {
-				return err
+			for _, w := range k.ws {
+				if w.Len() > 0 {
+					st.runs.Add(1)
+				}
+				w.Commit()
 			}
 			continue
 		}
@@ -225,7 +271,9 @@ func (st *loadState) settleKept() error {
 		p := again[i]
 		k := st.kept[p]
 		st.kept[p] = nil
-		k.w.Abort()
+		for _, w := range k.ws {
+			w.Abort()
+		}
 		return st.reread(ctx, p, k.unit, k.rows)
 	})
 }
@@ -266,7 +314,9 @@ func (st *loadState) reread(ctx context.Context, p, unit int, rows int64) error 
 func (st *loadState) abortKept() {
 	for p, k := range st.kept {
 		if k != nil {
-			k.w.Abort()
+			for _, w := range k.ws {
+				w.Abort()
+			}
 			st.kept[p] = nil
 		}
 	}

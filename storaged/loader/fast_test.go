@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,6 +9,8 @@ import (
 
 	"spangle/shared/parquetkv"
 	"spangle/shared/partitioner"
+	"spangle/shared/seqfile"
+	"spangle/storaged/internal/testutil"
 )
 
 // partitionKeys returns n keys of partition p of 2, ascending.
@@ -140,5 +143,83 @@ func TestDedupFastPathMixed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFastPathRotatesRuns: a unit longer than a run's bound writes
+// several runs, one after another, in loads with and without duplicate
+// resolution; duplicates across a run boundary are still found, and a
+// partition that also gets other records drops all of them and is read
+// again.
+func TestFastPathRotatesRuns(t *testing.T) {
+	root := t.TempDir()
+	var sorted [][2]string
+	for _, k := range partitionKeys(0, 3000, "k") {
+		sorted = append(sorted, [2]string{k, "v" + k})
+	}
+	// Rows 1501 and 1502 hold one key, across a run boundary at 8 KiB.
+	dup := sorted[1500][0]
+	sorted = slices.Insert(sorted, 1501, [2]string{dup, "second"})
+	writeParquetRows(t, root, "db", "v1", "part-00000-c000.parquet", sorted)
+	writeParquetRows(t, root, "db", "v1", "part-00001-c000.parquet", [][2]string{{partitionKeys(1, 1, "o")[0], "o"}})
+	opts := func(policy string) Options {
+		return Options{Formats: dupSpec(t, policy), Parallel: 2, runBytes: 8 << 10}
+	}
+	_, _, err := load(t, root, "db", "v1", nil, opts("error"))
+	if !errors.Is(err, ErrDuplicateKey) || !contains(err.Error(), "record 1501", "record 1502") {
+		t.Fatalf("err %v", err)
+	}
+	res, parts, err := load(t, root, "db", "v1", nil, opts("last"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FastFiles != 2 || res.Runs < 5 || res.Duplicates != 1 {
+		t.Fatalf("%+v: want both files fast, the first in several runs", res)
+	}
+	if v, err := get(parts, []byte(dup)); err != nil || string(v) != "second" {
+		t.Fatalf("%s = %q, %v", dup, v, err)
+	}
+	for _, r := range sorted {
+		if r[0] == dup {
+			continue
+		}
+		if v, err := get(parts, []byte(r[0])); err != nil || string(v) != r[1] {
+			t.Fatalf("%s = %q, %v", r[0], v, err)
+		}
+	}
+
+	// A third file with keys of both partitions, one of them the sorted
+	// file's: that file's runs are dropped and its rows read again.
+	writeParquetRows(t, root, "db", "v1", "part-00002-c000.parquet", [][2]string{{partitionKeys(1, 2, "o")[1], "p"}, {sorted[2000][0], "third"}})
+	f, _ := parquetkv.ParseFormat([]byte("key_column = \"id\"\nvalue_column = \"body\"\nduplicates = \"last\"\npartitions = 2\n"))
+	res, parts, err = load(t, root, "db", "v1", nil, Options{Formats: WithParquet(nil, f), Parallel: 3, runBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duplicates != 2 {
+		t.Fatalf("%+v: want 2 duplicates", res)
+	}
+	if v, err := get(parts, []byte(sorted[2000][0])); err != nil || string(v) != "third" {
+		t.Fatalf("%q, %v; want the third file's", v, err)
+	}
+	if v, err := get(parts, []byte(sorted[10][0])); err != nil || string(v) != sorted[10][1] {
+		t.Fatalf("%q, %v", v, err)
+	}
+
+	// Without duplicate resolution (SequenceFiles): runs rotate too.
+	sroot := t.TempDir()
+	recs := testutil.Records(3000, "v1")
+	testutil.WriteVersion(t, sroot, "db", "v1", 3, testutil.Sharded, seqfile.WriterOptions{}, recs)
+	res, sparts, err := load(t, sroot, "db", "v1", nil, Options{runBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FastFiles != 3 || res.Runs <= 3 {
+		t.Fatalf("%+v: want 3 fast files in more than 3 runs", res)
+	}
+	for _, r := range recs {
+		if v, err := get(sparts, r.Key); err != nil || !bytes.Equal(v, r.Value) {
+			t.Fatalf("%q = %q, %v", r.Key, v, err)
+		}
 	}
 }

@@ -57,6 +57,10 @@ type Options struct {
 	Log *zap.Logger
 	// Formats are the input formats known; default DefaultFormats().
 	Formats []Format
+
+	// runBytes bounds a fast path run's records (tests); default
+	// maxRunBytes.
+	runBytes int
 }
 
 // Request names what to load.
@@ -160,6 +164,9 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	}
 	if opts.SpillBytes <= 0 {
 		opts.SpillBytes = DefaultSpillBytes
+	}
+	if opts.runBytes <= 0 {
+		opts.runBytes = maxRunBytes
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
