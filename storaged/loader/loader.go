@@ -468,11 +468,17 @@ func (st *loadState) spill(final bool) error {
 // nothing before.
 func (st *loadState) writeRun(p int, b *buffer) error {
 	b.sort()
+	return st.buildRun(p, func(out func(k, v []byte, ord uint64) error) error { return st.drain(b, out) })
+}
+
+// buildRun writes one run of partition p from the records fill passes to
+// out, in key order.
+func (st *loadState) buildRun(p int, fill func(out func(k, v []byte, ord uint64) error) error) error {
 	w, err := st.builders[p].NewRun()
 	if err != nil {
 		return localErr(err)
 	}
-	if err := st.drain(b, func(k, v []byte, _ uint64) error {
+	if err := fill(func(k, v []byte, _ uint64) error {
 		if err := w.Append(k, v); err != nil {
 			return localErr(err)
 		}

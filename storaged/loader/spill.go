@@ -104,25 +104,8 @@ func (st *loadState) mergeSpills(p int, b *buffer) error {
 		}
 		names = append(names[maxMerge:], name)
 	}
-	run, err := st.builders[p].NewRun()
-	if err != nil {
-		return localErr(err)
-	}
 	b.sort()
-	if err := st.merge(names, b, func(k, v []byte, _ uint64) error {
-		if err := run.Append(k, v); err != nil {
-			return localErr(err)
-		}
-		return nil
-	}); err != nil {
-		run.Abort()
-		return err
-	}
-	st.runs.Add(1)
-	if err := run.Close(); err != nil {
-		return localErr(err)
-	}
-	return nil
+	return st.buildRun(p, func(out func(k, v []byte, ord uint64) error) error { return st.merge(names, b, out) })
 }
 
 // merge passes the records of the spill files and of the sorted buffer
