@@ -100,6 +100,56 @@ func (b *bench) parquetSection(ctx context.Context) {
 		"storaged on the Parquet feature table", ft.Root, "binary-value (SequenceFile) db", seq.Root, featureGetRatioTarget)
 }
 
+// parquetBigRSSTargetMB is issue 30's bound on storaged's peak RSS while
+// it loads a 1 GB Parquet file.
+const parquetBigRSSTargetMB = 200
+
+// parquetBigRows writes one Parquet file of about mb MB (2 KiB values of
+// words, which Snappy shrinks about fourfold, in row groups of 128 Ki
+// rows, 256 MiB uncompressed each) and loads it twice, to ACTIVE, taking
+// storaged's peak RSS: as one partition in key order (the fast path),
+// and with a _FORMAT of 8 partitions, so that its rows are spread,
+// buffered, spilled and merged (the general path).
+func (b *bench) parquetBigRows(ctx context.Context, mb int) {
+	metric := func(how string) string {
+		return fmt.Sprintf("storaged peak RSS loading one %d MB Parquet file, %s", mb, how)
+	}
+	const valueSize = 2 << 10
+	root := filepath.Join(b.tmp, "src-parquet-big")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		b.failed(metric("in key order"), err)
+		return
+	}
+	defer os.RemoveAll(root)
+	t0 := time.Now()
+	ds, err := dataset.Write(ctx, root, dataset.Options{Keys: mb * 2000, Files: 1, ValueSize: valueSize, Format: dataset.FormatParquet})
+	if err != nil {
+		b.failed(metric("in key order"), err)
+		return
+	}
+	b.log.Info("big Parquet file written", zap.Int64("bytes", ds.Bytes), zap.Duration("took", time.Since(t0)))
+	for _, c := range []struct{ how, marker string }{
+		{"in key order (one partition: no buffer)", ""},
+		{"spread over 8 partitions (buffered, spilled, merged)", "key_column = \"key\"\nvalue_column = \"value\"\npartitions = 8\n"},
+	} {
+		marker := filepath.Join(ds.Root, dataset.DB, "_FORMAT")
+		if c.marker != "" {
+			if err := os.WriteFile(marker, []byte(c.marker), 0o644); err != nil {
+				b.failed(metric(c.how), err)
+				return
+			}
+		}
+		d, mem, err := b.loadOnce(ctx, ds)
+		if err != nil {
+			b.failed(metric(c.how), err)
+			return
+		}
+		b.rep.Rows = append(b.rep.Rows, report.NewRow(metric(c.how), "MB", proc.MB(mem.Peak), "", 0,
+			fmt.Sprintf("VmHWM to ACTIVE; %.0f MB file, %d rows of %d-byte values; load took %.1f s", proc.MB(ds.Bytes), mb*2000, valueSize, d.Seconds()),
+			report.Target{Kind: report.ValueBelow, Limit: parquetBigRSSTargetMB}))
+	}
+}
+
 func last(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

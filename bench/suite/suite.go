@@ -30,6 +30,11 @@ type Options struct {
 	// many keys to measure its memory; default 0 (none). The command
 	// sets 10M in full mode.
 	BigKeys int
+	// ParquetBigMB, when positive, adds the section "parquet-big": the
+	// peak RSS of storaged loading one Parquet file of about that many MB
+	// (2 KiB values, Snappy), in key order and spread over 8 partitions;
+	// default 0 (none).
+	ParquetBigMB int
 	// Uncompressed writes the dataset without compression; by default it
 	// is block-compressed with Codec, and load time is measured on an
 	// uncompressed copy as well.
@@ -56,7 +61,7 @@ type Options struct {
 	// Keep leaves the temporary dir (dataset, stores, logs) behind.
 	Keep bool
 	// Sections, when not empty, runs only the sections named: "load",
-	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "parquet", "tls".
+	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "parquet", "parquet-big", "tls".
 	// Default all.
 	Sections []string
 	// Logger reports progress; default a no-op logger.
@@ -185,6 +190,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if b.runs("parquet") {
 		b.parquetSection(ctx)
+	}
+	if o.ParquetBigMB > 0 && b.runs("parquet-big") && ctx.Err() == nil {
+		b.parquetBigRows(ctx, o.ParquetBigMB)
 	}
 	if b.runs("s3") {
 		b.s3Section(ctx, primary)

@@ -3,11 +3,10 @@ package gcpace
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
-
-	"spangle/shared/wait"
 )
 
 // DefaultFloor is Go's default, GOGC=100: the least percentage Run sets
@@ -74,5 +73,44 @@ func Run(ctx context.Context, headroom int64, floor int, every time.Duration) {
 	}
 	old := debug.SetGCPercent(DefaultFloor)
 	defer debug.SetGCPercent(old)
-	wait.Every(ctx, every, func(context.Context) { pace() })
+	pace()
+	// Also after every collection: the live heap can grow tenfold within
+	// an interval (a process that starts loading at once), and a
+	// percentage computed from a smaller live heap would let the heap
+	// grow by as many times the headroom before the next look.
+	collected := make(chan struct{}, 1)
+	afterGC(ctx, collected)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pace()
+		case <-collected:
+			pace()
+		}
+	}
 }
+
+// afterGC signals c (without blocking) after each garbage collection
+// until ctx ends: a finalizer on an unreachable object runs once a
+// collection has found it, and sets the next.
+func afterGC(ctx context.Context, c chan<- struct{}) {
+	s := new(gcSentinel)
+	runtime.SetFinalizer(s, func(*gcSentinel) {
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+		afterGC(ctx, c)
+	})
+}
+
+// gcSentinel is big enough not to share a tiny allocation, whose
+// finalizer might wait for its neighbours.
+type gcSentinel [32]byte

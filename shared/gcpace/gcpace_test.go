@@ -85,3 +85,39 @@ func TestRunOff(t *testing.T) {
 		t.Errorf("GC percent %d, want 55 untouched", p)
 	}
 }
+
+// TestRunPacesAfterEachCollection: with an interval far beyond the test,
+// the percentage still follows the live heap, recomputed after each
+// collection: a live heap grown from nothing to 64 MiB brings it down
+// from the start's to about the headroom's share of 64 MiB.
+func TestRunPacesAfterEachCollection(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	runtime.GC()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, 32<<20, 1, time.Hour)
+	}()
+	defer func() { cancel(); <-done }()
+	time.Sleep(10 * time.Millisecond) // the first pace, from an empty heap
+	start := gogc()
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		if p := gogc(); p <= 60 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GC percent %d (started at %d), want at most 60 with 64 MiB live and 32 MiB of headroom", gogc(), start)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(live)
+}

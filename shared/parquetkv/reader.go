@@ -22,7 +22,8 @@ import (
 type Options struct {
 	// BatchRows is how many rows are decoded at once; default 1024.
 	BatchRows int
-	// Alloc allocates arrow-go's buffers; default the Go allocator.
+	// Alloc allocates arrow-go's buffers; default a pool of the
+	// buffers of released batches (poolAlloc).
 	Alloc memory.Allocator
 }
 
@@ -62,7 +63,7 @@ func NewReader(r io.ReaderAt, size int64, name string, f Format, opts Options) (
 		opts.BatchRows = 1024
 	}
 	if opts.Alloc == nil {
-		opts.Alloc = memory.NewGoAllocator()
+		opts.Alloc = &poolAlloc{}
 	}
 	rd = &Reader{name: name, size: size, ra: &trackedReaderAt{r: r}, opts: opts, format: f}
 	defer func() {

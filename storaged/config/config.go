@@ -31,7 +31,7 @@ const (
 	DefaultBlockCacheSize = 128 << 20
 	DefaultBlockSize      = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits      = 10
-	DefaultSpillSize      = 128 << 20
+	DefaultSpillSize      = 16 << 20
 	DefaultGCHeadroom     = 32 << 20
 	// DefaultScrubRate (MB/s) reads a reused local store back in minutes
 	// per 10 GB while leaving most of a disk to lookups and loads.
@@ -197,7 +197,8 @@ type LevelDB struct {
 	// Compression of blocks: "none" or "snappy".
 	Compression string `toml:"compression"`
 	// SpillSize is how many bytes of records a load buffers before
-	// writing sorted runs (for files that are not pre-sharded).
+	// writing them sorted to spill files, merged into one table per
+	// partition at the end (for files that are not pre-sharded).
 	SpillSize int64 `toml:"spill_size"`
 	// NoSync skips fsync of loaded files (faster; a crash may then leave
 	// a version that must be reloaded by hand).

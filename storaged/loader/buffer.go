@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"spangle/storaged/table"
 )
@@ -30,6 +31,9 @@ type buffer struct {
 	// ords is set when records carry their ordinal (a load that resolves
 	// duplicate keys); fixed at creation.
 	ords bool
+
+	// added counts the records ever added, take or not.
+	added atomic.Int64
 
 	mu      sync.Mutex // guards the fields below during add and take
 	chunks  [][]byte
@@ -61,6 +65,7 @@ func (b *buffer) add(key, val []byte, ord uint64) int64 {
 	b.entries = append(b.entries, entry{prefix: table.KeyPrefix(key), chunk: uint32(last), off: uint32(off)})
 	n := int64(len(c)-off) + 16
 	b.bytes += n
+	b.added.Add(1)
 	return n
 }
 
@@ -83,8 +88,11 @@ func (b *buffer) record(i int) (key, val []byte) {
 	return c[:kl:kl], c[kl : kl+vl : kl+vl]
 }
 
-// ordOf returns the ordinal of a record of a buffer with ords.
+// ordOf returns the ordinal of a record, 0 in a buffer without ords.
 func (b *buffer) ordOf(e entry) uint64 {
+	if !b.ords {
+		return 0
+	}
 	c := b.chunks[e.chunk][e.off:]
 	kl, n1 := binary.Uvarint(c)
 	vl, n2 := binary.Uvarint(c[n1:])

@@ -11,11 +11,14 @@
 //     belongs to that partition and keys ascend.
 //   - General path: from the first record that breaks either rule (or from
 //     the start, when the first record's partition is not held), records go
-//     to per-partition memory buffers. A buffer is sorted and written as
-//     another run when the buffers together exceed the spill budget, and at
-//     the end.
+//     to per-partition memory buffers. When the buffers together exceed the
+//     spill budget every buffer is sorted into a spill file; at the end each
+//     partition's spill files and last buffer are merged into one run
+//     (spill.go).
 //
-// Runs of one partition may overlap; LevelDB reads overlapping level-0
-// tables as one database. A corrupt or unreadable file fails the load with
+// A load that resolves duplicate keys (Parquet) takes both paths too,
+// with the rules of fast.go that keep every duplicate found. Runs of one
+// partition may overlap; LevelDB reads overlapping level-0 tables as one
+// database. A corrupt or unreadable file fails the load with
 // an error that names the file and the offset.
 package loader

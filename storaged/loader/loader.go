@@ -35,6 +35,10 @@ var ErrWrongPartition = errors.New("loader: key in the wrong partition")
 // localErr marks err, from the table package, as ErrLocal.
 func localErr(err error) error { return fmt.Errorf("%w: %w", ErrLocal, err) }
 
+// DefaultSpillBytes is Options.SpillBytes' default: what a load holds in
+// memory of the records of files that are not pre-sharded.
+const DefaultSpillBytes = 16 << 20
+
 // Options tunes loading. Zero values select the defaults noted.
 type Options struct {
 	// Parallel is how many files of one version are read at once; default
@@ -44,7 +48,8 @@ type Options struct {
 	// (max_parallel_loads): a file is read only while holding a slot.
 	Limit chan struct{}
 	// SpillBytes is how many bytes of records the general path buffers
-	// before writing sorted runs; default 128 MiB.
+	// before writing them sorted to spill files, merged into one run per
+	// partition at the end; default DefaultSpillBytes.
 	SpillBytes int64
 	// Build tunes the written tables.
 	Build table.BuildOptions
@@ -52,6 +57,10 @@ type Options struct {
 	Log *zap.Logger
 	// Formats are the input formats known; default DefaultFormats().
 	Formats []Format
+
+	// runBytes bounds a fast path run's records (tests); default
+	// maxRunBytes.
+	runBytes int
 }
 
 // Request names what to load.
@@ -119,11 +128,17 @@ type loadState struct {
 	buffered atomic.Int64              // bytes in buffers
 	spillMu  sync.Mutex                // one spill at a time; guards spills
 	// dedup is set when the layout resolves duplicate keys: records carry
-	// their ordinals, no file takes the fast path, and a partition whose
-	// records spill more than once is merged into one run at the end.
+	// their ordinals, and equal keys meet where they are merged.
 	dedup bool
-	// spills are each partition's spill files (dedup only).
-	spills [][]string
+	// spills are each partition's spill files (spill.go), and spillSeq
+	// numbers them.
+	spills   [][]string
+	spillSeq []int
+	// claimed marks the partitions a unit streams a run into, and kept
+	// holds those runs until the end (dedup only; fast.go).
+	claimed []atomic.Bool
+	keptMu  sync.Mutex
+	kept    []*keptRun
 
 	records    atomic.Int64
 	runs       atomic.Int64
@@ -148,7 +163,10 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		opts.Parallel = runtime.GOMAXPROCS(0)
 	}
 	if opts.SpillBytes <= 0 {
-		opts.SpillBytes = 128 << 20
+		opts.SpillBytes = DefaultSpillBytes
+	}
+	if opts.runBytes <= 0 {
+		opts.runBytes = maxRunBytes
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -166,7 +184,9 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, layout: layout,
 		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n),
-		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n)}
+		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n), spillSeq: make([]int, n),
+		claimed: make([]atomic.Bool, n), kept: make([]*keptRun, n)}
+	defer st.abortKept()
 	for _, p := range held {
 		if p < 0 || p >= n {
 			return Result{}, fmt.Errorf("loader: partition %d out of range [0,%d)", p, n)
@@ -194,6 +214,9 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	req.Progress.start(time.Now(), units, total)
 
 	if err := st.readFiles(); err != nil {
+		return Result{}, err
+	}
+	if err := st.settleKept(); err != nil {
 		return Result{}, err
 	}
 	if err := st.spill(true); err != nil {
@@ -273,7 +296,7 @@ func (st *loadState) readFileLimited(ctx context.Context, unit int) error {
 }
 
 // readFile loads one unit, the unit-th of the layout: the fast path while
-// it holds, then the general path.
+// it holds (fast.go), then the general path.
 func (st *loadState) readFile(ctx context.Context, unit int) error {
 	u := st.layout.Units[unit]
 	r, err := st.layout.Format.Open(ctx, u, st.in)
@@ -282,19 +305,14 @@ func (st *loadState) readFile(ctx context.Context, unit int) error {
 	}
 	defer r.Close()
 	prog := st.req.Progress
-	var (
-		run   *table.RunWriter
-		runP  = -1
-		count int64
-	)
+	f := fastPath{st: st, unit: unit, p: -1}
+	var count int64
 	defer func() {
-		if run != nil {
-			run.Abort()
-		}
+		f.abort()
 		st.records.Add(count)
 		prog.records.Add(count % recordBatch)
 	}()
-	fast := !st.dedup
+	fast := true
 	spread := false // some record went to a buffer
 	for r.Next() {
 		count++
@@ -311,51 +329,81 @@ func (st *loadState) readFile(ctx context.Context, unit int) error {
 				ErrWrongPartition, st.in.Path(u.Files[0]), r.Offset(), p, st.n, u.Partition)
 		}
 		if fast {
-			if runP < 0 && st.builders[p] != nil {
-				if run, err = st.builders[p].NewRun(); err != nil {
-					return localErr(err)
-				}
-				runP = p
+			ok, err := f.add(p, key, val, ordinal(unit, count))
+			if err != nil {
+				return err
 			}
-			if p == runP {
-				err := run.Append(key, val)
-				if err == nil {
-					continue
-				}
-				if !errors.Is(err, table.ErrOrder) {
-					return localErr(err)
-				}
+			if ok {
+				continue
 			}
-			// The file is not (or no longer) one sorted partition: what
-			// was streamed stays a valid run; the rest goes the general way.
+			// The unit is not (or no longer) one sorted partition: what
+			// was streamed stays a run; the rest goes the general way.
 			fast = false
-			if err := st.closeRun(&run); err != nil {
+			if _, err := f.stop(false); err != nil {
 				return err
 			}
 		}
-		if b := st.buffers[p]; b != nil {
+		if st.buffers[p] != nil {
 			spread = true
-			if st.buffered.Add(b.add(key, val, ordinal(unit, count))) > st.opts.SpillBytes {
-				if err := st.spill(false); err != nil {
-					return err
-				}
+			if err := st.bufferRecord(p, key, val, ordinal(unit, count)); err != nil {
+				return err
 			}
 		}
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("loader: %w", err)
 	}
-	if fast && run != nil {
-		st.fast.Add(1)
-		prog.presharded.Add(1)
-	} else if spread {
-		prog.spread.Add(1)
+	if fast {
+		ran, err := f.stop(true)
+		if err != nil {
+			return err
+		}
+		if ran {
+			st.fast.Add(1)
+			prog.presharded.Add(1)
+		} else if count > 0 && st.buffers[f.p] != nil {
+			spread = true
+		}
 	}
-	if err := st.closeRun(&run); err != nil {
-		return err
+	if spread {
+		prog.spread.Add(1)
 	}
 	prog.filesDone.Add(1)
 	return nil
+}
+
+// parallel calls fn(ctx, i) for i in [0,n), opts.Parallel at a time and
+// each holding a slot of opts.Limit, and returns the first error.
+func (st *loadState) parallel(n int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(st.ctx)
+	defer cancel()
+	sem := make(chan struct{}, st.opts.Parallel)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if st.opts.Limit != nil {
+				select {
+				case st.opts.Limit <- struct{}{}:
+					defer func() { <-st.opts.Limit }()
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+					return
+				}
+			}
+			if errs[i] = fn(ctx, i); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (st *loadState) closeRun(run **table.RunWriter) error {
@@ -371,71 +419,6 @@ func (st *loadState) closeRun(run **table.RunWriter) error {
 		return localErr(err)
 	}
 	return nil
-}
-
-// writeDedupRun writes partition p's one run from b, one record per key.
-func (st *loadState) writeDedupRun(p int, b *buffer) error {
-	b.sort()
-	w, err := st.builders[p].NewRun()
-	if err != nil {
-		return localErr(err)
-	}
-	d := &deduper{st: st, policy: st.layout.Duplicates, emit: func(k, v []byte, _ uint64) error {
-		if err := w.Append(k, v); err != nil {
-			return localErr(err)
-		}
-		return nil
-	}}
-	if err := st.feed(d, b); err != nil {
-		w.Abort()
-		return err
-	}
-	st.duplicates.Add(d.duplicates)
-	st.runs.Add(1)
-	if err := w.Close(); err != nil {
-		return localErr(err)
-	}
-	return nil
-}
-
-// writeSpill writes b as one of partition p's spill files, and when final
-// merges them all into the partition's one run.
-func (st *loadState) writeSpill(p int, b *buffer, final bool) error {
-	if len(b.entries) > 0 {
-		b.sort()
-		w, err := createSpill(st.req.Dir(p), len(st.spills[p]))
-		if err != nil {
-			return err
-		}
-		d := &deduper{st: st, policy: st.layout.Duplicates, emit: w.add}
-		if err := st.feed(d, b); err != nil {
-			w.close()
-			return err
-		}
-		st.duplicates.Add(d.duplicates)
-		name, err := w.close()
-		if err != nil {
-			return err
-		}
-		st.spills[p] = append(st.spills[p], name)
-	}
-	if !final {
-		return nil
-	}
-	names := st.spills[p]
-	st.spills[p] = nil
-	return st.mergeSpills(p, names)
-}
-
-// feed passes b's sorted records to d.
-func (st *loadState) feed(d *deduper, b *buffer) error {
-	for i := range b.entries {
-		k, v := b.record(i)
-		if err := d.add(k, v, b.ordOf(b.entries[i])); err != nil {
-			return err
-		}
-	}
-	return d.flush()
 }
 
 // spill sorts the buffered records of every partition and writes each as a
@@ -468,12 +451,12 @@ func (st *loadState) spill(final bool) error {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			switch {
-			case !st.dedup:
+			case !final:
+				errs[p] = st.writeSpill(p, b)
+			case len(st.spills[p]) == 0:
 				errs[p] = st.writeRun(p, b)
-			case final && len(st.spills[p]) == 0:
-				errs[p] = st.writeDedupRun(p, b)
 			default:
-				errs[p] = st.writeSpill(p, b, final)
+				errs[p] = st.mergeSpills(p, b)
 			}
 		}()
 	}
@@ -481,18 +464,28 @@ func (st *loadState) spill(final bool) error {
 	return errors.Join(errs...)
 }
 
+// writeRun writes b as partition p's one run: the partition spilled
+// nothing before.
 func (st *loadState) writeRun(p int, b *buffer) error {
 	b.sort()
+	return st.buildRun(p, func(out func(k, v []byte, ord uint64) error) error { return st.drain(b, out) })
+}
+
+// buildRun writes one run of partition p from the records fill passes to
+// out, in key order.
+func (st *loadState) buildRun(p int, fill func(out func(k, v []byte, ord uint64) error) error) error {
 	w, err := st.builders[p].NewRun()
 	if err != nil {
 		return localErr(err)
 	}
-	for i := range b.entries {
-		k, v := b.record(i)
+	if err := fill(func(k, v []byte, _ uint64) error {
 		if err := w.Append(k, v); err != nil {
-			w.Abort()
 			return localErr(err)
 		}
+		return nil
+	}); err != nil {
+		w.Abort()
+		return err
 	}
 	st.runs.Add(1)
 	if err := w.Close(); err != nil {

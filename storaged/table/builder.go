@@ -142,6 +142,7 @@ type RunWriter struct {
 	w    *sstWriter
 	imin []byte // the first user key
 	n    int
+	done *tableInfo // finished, not committed
 }
 
 // Append adds a key and its value. Keys must come in ascending order
@@ -166,6 +167,19 @@ func (w *RunWriter) Len() int { return w.n }
 // Close finishes the run and adds it to the partition. An empty run
 // leaves no file behind.
 func (w *RunWriter) Close() error {
+	if err := w.Finish(); err != nil {
+		return err
+	}
+	w.Commit()
+	return nil
+}
+
+// Finish writes the rest of the run's table and lets its buffers go, but
+// does not add it to the partition yet: Commit does, or Abort removes it.
+// A caller that may still drop a finished run (the loader, until it knows
+// no other record shares its partition) keeps only this much of it. An
+// empty run leaves no file behind.
+func (w *RunWriter) Finish() error {
 	if w.n == 0 {
 		w.Abort()
 		return nil
@@ -184,14 +198,24 @@ func (w *RunWriter) Close() error {
 		os.Remove(w.f.Name())
 		return fmt.Errorf("table: finishing table in %s: %w", w.b.dir, err)
 	}
-	w.b.mu.Lock()
-	w.b.tables = append(w.b.tables, tableInfo{num: w.num, size: size, imin: append(w.imin, trailer[:]...), imax: imax})
-	w.b.mu.Unlock()
+	w.done = &tableInfo{num: w.num, size: size, imin: append(w.imin, trailer[:]...), imax: imax}
 	return nil
+}
+
+// Commit adds a finished run to the partition.
+func (w *RunWriter) Commit() {
+	if w.done == nil {
+		return
+	}
+	w.b.mu.Lock()
+	w.b.tables = append(w.b.tables, *w.done)
+	w.b.mu.Unlock()
+	w.done = nil
 }
 
 // Abort drops the run.
 func (w *RunWriter) Abort() {
+	w.done = nil
 	if w.w != nil {
 		w.w.release()
 		w.w = nil

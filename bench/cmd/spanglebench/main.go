@@ -42,6 +42,7 @@ func bench(ctx context.Context, args []string) error {
 	out := fs.String("out", "bench/results.json", "write the results as JSON here")
 	keys := fs.Int("keys", 0, "dataset keys (default 1000000, quick 200000)")
 	big := fs.Int("big-keys", -1, "keys of the memory run (default 10000000 in full mode, 0 in quick mode; 0 skips it)")
+	parquetBig := fs.Int("parquet-big-mb", 0, "section parquet-big: storaged's peak RSS loading one Parquet file of about this many MB (0 skips it)")
 	uncompressed := fs.Bool("uncompressed", false, "write the dataset uncompressed (default block-compressed, with load also measured on an uncompressed copy)")
 	codec := fs.String("codec", "", "Hadoop codec class of the compressed dataset (default SnappyCodec)")
 	conns := fs.Int("conns", 32, "load generator connections")
@@ -51,7 +52,7 @@ func bench(ctx context.Context, args []string) error {
 	tmp := fs.String("tmp", "", "parent of the run's temporary dir (default the system's)")
 	keep := fs.Bool("keep", false, "keep the temporary dir (dataset, stores, process logs)")
 	stConfig := fs.String("storaged-config", "", "pass --config FILE to every storaged (to compare tunings)")
-	sections := fs.String("sections", "", "comma-separated sections to run: load,storaged,routerd,batch,big,s3,sparkey,parquet,tls (default all)")
+	sections := fs.String("sections", "", "comma-separated sections to run: load,storaged,routerd,batch,big,s3,sparkey,parquet,parquet-big,tls (default all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func bench(ctx context.Context, args []string) error {
 	}
 	defer log.Sync()
 	rep, err := suite.Run(ctx, suite.Options{
-		Quick: *quick, Keys: *keys, BigKeys: *big, Uncompressed: *uncompressed, Codec: *codec,
+		Quick: *quick, Keys: *keys, BigKeys: *big, ParquetBigMB: *parquetBig, Uncompressed: *uncompressed, Codec: *codec,
 		Conns: *conns, Rounds: *rounds, Round: *round,
 		Storaged: *bin + "/storaged", Routerd: *bin + "/routerd",
 		TempDir: *tmp, Keep: *keep, Logger: log,
