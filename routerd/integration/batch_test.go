@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/routerd/config"
 	"spangle/shared/versiontest"
 	"spangle/shared/wire"
 )
@@ -251,4 +252,52 @@ func TestBatchFrozenReplica(t *testing.T) {
 	t.Logf("%d batches of 50 keys with a replica frozen, %d keys timed out; worst %v (proxy_timeout %v); hedges %v; breaker transitions %v",
 		batches, int(rd.metric(t, `spangle_routerd_batch_key_outcomes_total{outcome="failed"}`)), worst, proxyTimeout,
 		rd.metric(t, "spangle_routerd_hedges_started_total"), rd.metric(t, "spangle_routerd_breaker_transitions_total"))
+}
+
+// TestManyBusyBatches (#31): 30 clients send 300-key batches at once
+// through a routerd with the default proxy_timeout to two live replicas.
+// The replicas are busy, not broken: no key may fail and no breaker may
+// open. Nothing here is about latency, so a loaded machine makes the
+// batches slower but cannot fail the test.
+func TestManyBusyBatches(t *testing.T) {
+	const (
+		clients = 30
+		size    = 300
+	)
+	src := source(t, "v1")
+	a, b := startStoraged(t, src), startStoraged(t, src)
+	cfg := staticConfig(a, b)
+	if cfg.ProxyTimeout != config.DefaultProxyTimeout {
+		t.Fatalf("proxy_timeout %v, want the default", cfg.ProxyTimeout)
+	}
+	rd := startRouterd(t, cfg, pollNodes(t, a, b), testDB)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs := runBatchReaders(ctx, clients, size, rd.base)
+	batches, keys, failed := 0, 0, 0
+	var first []string
+	var worst time.Duration
+	for _, r := range rs {
+		batches += r.batches
+		keys += r.keys
+		failed += len(r.failures)
+		if len(first) < 5 {
+			first = append(first, r.failures[:min(len(r.failures), 5-len(first))]...)
+		}
+		for _, l := range r.latencies {
+			worst = max(worst, l)
+		}
+	}
+	opened := rd.metric(t, `spangle_routerd_breaker_transitions_total`)
+	t.Logf("%d batches of %d keys from %d clients: %d keys, %d failures, worst %v, breaker transitions %v, hedges %v",
+		batches, size, clients, keys, failed, worst, opened, rd.metric(t, "spangle_routerd_hedges_started_total"))
+	if batches < clients {
+		t.Fatalf("only %d batches: the load never ran", batches)
+	}
+	if failed > 0 {
+		t.Errorf("%d failures with both replicas answering, first %q", failed, first)
+	}
+	if opened > 0 {
+		t.Errorf("%v breaker transitions with both replicas answering", opened)
+	}
 }
