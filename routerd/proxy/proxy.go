@@ -200,7 +200,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		cands = append(cands, p.opts.Health.Node(a))
 	}
 	results := make(chan result, len(cands))
-	var pendBuf [8]*result
+	var pendBuf [8]*health.Call
 	pending := pendBuf[:0] // attempts not yet reported
 	launch := func(hedge bool) bool {
 		var n *health.Node
@@ -209,7 +209,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		if n == nil {
 			return false
 		}
-		pending = append(pending, &result{addr: n.Addr(), call: call})
+		pending = append(pending, call)
 		go p.attempt(ctx, n, call, req, hedge, timeout, stageTimeout, results)
 		return true
 	}
@@ -223,7 +223,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	for {
 		select {
 		case r := <-results:
-			pending = slices.DeleteFunc(pending, func(x *result) bool { return x.call == r.call })
+			pending = slices.DeleteFunc(pending, func(c *health.Call) bool { return c == r.call })
 			if r.err == nil && (r.resp.Status == http.StatusOK || r.resp.Status == http.StatusNotFound) {
 				if r.hedge {
 					p.opts.OnHedgeWon()
@@ -266,14 +266,14 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 // answering reports whether a node of the pending attempts answered a
 // call within the last window since its attempt began: it is alive and
 // the attempt queued on it.
-func answering(pending []*result, window time.Duration) bool {
+func answering(pending []*health.Call, window time.Duration) bool {
 	now := time.Now()
-	for _, r := range pending {
-		since := r.call.Began()
+	for _, c := range pending {
+		since := c.Began()
 		if w := now.Add(-window); w.After(since) {
 			since = w
 		}
-		if r.call.Node().AnsweredSince(since) {
+		if c.Node().AnsweredSince(since) {
 			return true
 		}
 	}
