@@ -45,7 +45,11 @@ const (
 	// or cut off), and a Shed otherwise: a node that keeps answering
 	// other calls is busy, and a call queued behind them says nothing
 	// about whether it works (#31: concurrent batches opened the
-	// breakers of live nodes).
+	// breakers of live nodes). Calls that were waiting together when
+	// a timeout was counted are one silence, not many: only the first
+	// counts, so a stall of the machine as long as one timeout costs a
+	// node at most a failure or two, while a node silent for several
+	// timeouts in a row still trips.
 	TimedOut
 )
 
@@ -191,6 +195,7 @@ type Node struct {
 	ewma        atomic.Int64 // latency EWMA in ns
 	sampled     atomic.Int64 // unix ns of the last latency sample
 	answered    atomic.Int64 // unix ns of the end of the last call the node answered
+	silent      atomic.Int64 // unix ns of the last TimedOut counted as a Failure
 }
 
 // Addr is the node's host:port.
@@ -257,7 +262,7 @@ func (c *Call) End(o Outcome) {
 	defer n.outstanding.Add(-1)
 	now := time.Now()
 	switch {
-	case o == TimedOut && n.AnsweredSince(c.start):
+	case o == TimedOut && (n.AnsweredSince(c.start) || !n.countSilence(c.start.UnixNano(), now.UnixNano())):
 		o = Shed
 	case o == TimedOut:
 		o = Failure
@@ -279,6 +284,21 @@ func (c *Call) End(o Outcome) {
 		c.done(errFailed)
 	default:
 		c.done(errIgnored)
+	}
+}
+
+// countSilence reports whether a timed-out call that began at start and
+// ended at end is the first to count the node's silence: no timeout was
+// counted since the call began. It records end if so.
+func (n *Node) countSilence(start, end int64) bool {
+	for {
+		last := n.silent.Load()
+		if last > start {
+			return false
+		}
+		if n.silent.CompareAndSwap(last, end) {
+			return true
+		}
 	}
 }
 
