@@ -280,7 +280,7 @@ func TestManyBusyBatches(t *testing.T) {
 	for _, r := range rs {
 		batches += r.batches
 		keys += r.keys
-		failed += len(r.failures)
+		failed += r.failCount
 		if len(first) < 5 {
 			first = append(first, r.failures[:min(len(r.failures), 5-len(first))]...)
 		}
