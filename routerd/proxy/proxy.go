@@ -70,7 +70,8 @@ type Request struct {
 	// wait past it, up to Patience from its start, while a replica it
 	// waits on keeps answering other calls: such a node is busy, the
 	// lookup queued behind others, not lost. A lookup waiting only on
-	// silent replicas still ends at its timeout.
+	// silent replicas ends a quarter of its timeout after it (the
+	// quarter lets answers read during a stall of routerd be recorded).
 	Patience time.Duration
 }
 
@@ -219,6 +220,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	defer stage.Stop()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	settling := false // the deadline passed once without an answer seen
 	var t tally
 	for {
 		select {
@@ -248,8 +250,18 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 			}
 			stage.Reset(stageTimeout)
 		case <-deadline.C:
-			if left := req.Patience - time.Since(begin); left > 0 && answering(pending, timeout) {
+			left := req.Patience - time.Since(begin)
+			switch {
+			case left > 0 && answering(pending, timeout+timeout/settle):
 				deadline.Reset(min(timeout, left))
+				settling = false
+				continue
+			case left > 0 && !settling:
+				// No answer seen; but when routerd itself was starved
+				// (a stall of the machine), answers may be read but
+				// not yet recorded. A short while lets them be.
+				deadline.Reset(min(timeout/settle, left))
+				settling = true
 				continue
 			}
 			cancel(errTimedOut)
@@ -262,6 +274,10 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		}
 	}
 }
+
+// settle: a patient lookup that saw no answer at its deadline looks
+// again after timeout/settle before it gives up.
+const settle = 4
 
 // answering reports whether a node of the pending attempts answered a
 // call within the last window since its attempt began: it is alive and

@@ -396,10 +396,13 @@ func TestNotHeldNeitherHealsNorTrips(t *testing.T) {
 // meanwhile, and that wait is no failure of the node; on a silent
 // replica it ends at its timeout, and that is a failure.
 func TestPatienceWaitsOnBusyNode(t *testing.T) {
-	const timeout, patience = 100 * time.Millisecond, 20 * time.Second
+	// The queued lookup outlasts its timeout four times; the others
+	// answer every few ms, so even a stall of the machine leaves answers
+	// within a timeout.
+	const timeout, patience = 500 * time.Millisecond, 20 * time.Second
 	queued := func(ctx context.Context, req *Request) (*Response, error) {
 		if string(req.Key) == "queued" {
-			return slow(time.Second, ok("late"))(ctx, req)
+			return slow(4*timeout, ok("late"))(ctx, req)
 		}
 		return ok("now")(ctx, req)
 	}
@@ -428,7 +431,7 @@ func TestPatienceWaitsOnBusyNode(t *testing.T) {
 				t.Fatalf("queued lookup on a node answering others: %v", err)
 			}
 			busy = false
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 			if _, err := p.Do(context.Background(), patient("other", "busy")); err != nil {
 				t.Fatal(err)
 			}
