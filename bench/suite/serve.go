@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -229,8 +230,12 @@ func (b *bench) startRouterd(ctx context.Context, name string, st *proc.Process,
 
 func status200(status int, _ []byte) (bool, error) { return status == 200, nil }
 
-// Scrape reads one unlabelled counter or gauge from a Prometheus text
-// page.
+// ErrNoMetric: the page has no sample of the metric (a counter with
+// labels has none until it first counts).
+var ErrNoMetric = errors.New("no sample of")
+
+// Scrape reads a counter or gauge from a Prometheus text page: the sum
+// of its samples, whatever their labels.
 func Scrape(ctx context.Context, url, name string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -246,14 +251,23 @@ func Scrape(ctx context.Context, url, name string) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("suite: %w", err)
 	}
+	sum, seen := 0.0, false
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("suite: %s: %w", name, err)
-			}
-			return f, nil
+		v, ok := strings.CutPrefix(line, name+" ")
+		if !ok && strings.HasPrefix(line, name+"{") {
+			v, ok = line[strings.LastIndexByte(line, ' ')+1:], true
 		}
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 0, fmt.Errorf("suite: %s: %w", name, err)
+		}
+		sum, seen = sum+f, true
 	}
-	return 0, fmt.Errorf("suite: no %s at %s", name, url)
+	if !seen {
+		return 0, fmt.Errorf("suite: %w %s at %s", ErrNoMetric, name, url)
+	}
+	return sum, nil
 }

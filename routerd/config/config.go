@@ -28,10 +28,15 @@ const (
 	DefaultZK           = "127.0.0.1:2181"
 	DefaultClusterName  = "spangle"
 	DefaultProxyTimeout = 100 * time.Millisecond
-	DefaultCacheSize    = 64 << 20
-	DefaultHedgeBudget  = 0.1
-	DefaultPoll         = time.Second
-	DefaultGCHeadroom   = 32 << 20
+	// DefaultBatchKeyTimeout and DefaultBatchTimeout: a batch of n keys
+	// gets proxy_timeout + n ms, and waits at most 10 s on replicas
+	// that keep answering (#31).
+	DefaultBatchKeyTimeout = time.Millisecond
+	DefaultBatchTimeout    = 10 * time.Second
+	DefaultCacheSize       = 64 << 20
+	DefaultHedgeBudget     = 0.1
+	DefaultPoll            = time.Second
+	DefaultGCHeadroom      = 32 << 20
 )
 
 // Config is everything routerd is told. The TOML keys are the flag names
@@ -69,6 +74,13 @@ type Config struct {
 	// keep slow or stalled clients from holding memory.
 	BatchReadTimeout time.Duration `toml:"batch_read_timeout"`
 	BatchReadBytes   int64         `toml:"batch_read_bytes"`
+	// BatchKeyTimeout is added to ProxyTimeout per key a batch sends
+	// upstream: a batch's deadline grows with its size. BatchTimeout is
+	// the most a batch waits, past that deadline, on replicas that keep
+	// answering other lookups (busy, not down); it bounds the deadline,
+	// and counts as ProxyTimeout when shorter.
+	BatchKeyTimeout time.Duration `toml:"batch_key_timeout"`
+	BatchTimeout    time.Duration `toml:"batch_timeout"`
 	// XDSBind, if set, is where the embedded Envoy xDS server listens.
 	XDSBind string `toml:"xds_bind"`
 	// LogLevel is zap's level name (debug, info, warn, error).
@@ -129,6 +141,8 @@ func Default() Config {
 		BatchMaxBytes:    wire.DefaultBatchMaxBytes,
 		BatchReadTimeout: wire.DefaultBatchReadTimeout,
 		BatchReadBytes:   wire.DefaultBatchReadBytes,
+		BatchKeyTimeout:  DefaultBatchKeyTimeout,
+		BatchTimeout:     DefaultBatchTimeout,
 		ZK:               zktopo.DefaultSettings(),
 	}
 }
@@ -215,6 +229,12 @@ func (c *Config) Validate() error {
 	if c.BatchReadTimeout <= 0 {
 		bad("batch_read_timeout must be positive")
 	}
+	if c.BatchKeyTimeout < 0 {
+		bad("batch_key_timeout must not be negative")
+	}
+	if c.BatchTimeout <= 0 {
+		bad("batch_timeout must be positive")
+	}
 	if c.BatchReadBytes/2 < c.BatchMaxBytes {
 		bad("batch_read_bytes must be at least twice batch_max_bytes")
 	}
@@ -294,6 +314,8 @@ func bind(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.ContentType, "content-type", c.ContentType, "Content-Type of values when storaged sends none")
 	fs.IntVar(&c.BatchMaxKeys, "batch-max-keys", c.BatchMaxKeys, "most keys in a batch lookup (413 above)")
 	fs.Int64Var(&c.BatchMaxBytes, "batch-max-bytes", c.BatchMaxBytes, "largest batch lookup body in bytes (413 above)")
+	fs.DurationVar(&c.BatchKeyTimeout, "batch-key-timeout", c.BatchKeyTimeout, "added to proxy-timeout per key of a batch lookup")
+	fs.DurationVar(&c.BatchTimeout, "batch-timeout", c.BatchTimeout, "most a batch lookup waits on replicas that keep answering (504 after)")
 	fs.StringVar(&c.XDSBind, "xds-bind", c.XDSBind, "serve Envoy's xDS (ADS over gRPC) on this address")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.Int64Var(&c.GCHeadroom, "gc-headroom", c.GCHeadroom, "bytes the Go heap may grow past its live size before a collection (0 = Go's default; GOGC, if set, wins)")

@@ -19,7 +19,8 @@ func TestDefaults(t *testing.T) {
 		c.ProxyTimeout != 100*time.Millisecond || c.ProxyStageTimeout != 50*time.Millisecond ||
 		c.CacheSize != DefaultCacheSize || c.HedgeBudget != 0.1 || c.Sharding.MinReplication != 1 ||
 		c.GCHeadroom != DefaultGCHeadroom || c.BatchMaxKeys != 1000 || c.BatchMaxBytes != 1<<20 ||
-		c.BatchReadTimeout != 5*time.Second || c.BatchReadBytes != 64<<20 {
+		c.BatchReadTimeout != 5*time.Second || c.BatchReadBytes != 64<<20 ||
+		c.BatchKeyTimeout != time.Millisecond || c.BatchTimeout != 10*time.Second {
 		t.Fatalf("defaults %+v", c)
 	}
 }
@@ -166,8 +167,10 @@ min_replication = 2
 
 func TestBatchReadBounds(t *testing.T) {
 	for in, why := range map[string]string{
-		"batch_read_timeout = \"0s\"": "batch_read_timeout",
-		"batch_read_bytes = 1048576":  "batch_read_bytes",
+		"batch_read_timeout = \"0s\"":  "batch_read_timeout",
+		"batch_read_bytes = 1048576":   "batch_read_bytes",
+		"batch_key_timeout = \"-1ms\"": "batch_key_timeout",
+		"batch_timeout = \"0s\"":       "batch_timeout",
 	} {
 		path := filepath.Join(t.TempDir(), "routerd.toml")
 		if err := os.WriteFile(path, []byte(in+"\n"), 0o644); err != nil {

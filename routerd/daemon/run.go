@@ -113,6 +113,8 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 		BatchLimits:       wire.BatchLimits{MaxKeys: cfg.BatchMaxKeys, MaxBytes: cfg.BatchMaxBytes},
 		BatchReadTimeout:  cfg.BatchReadTimeout,
 		BatchReadBytes:    cfg.BatchReadBytes,
+		BatchKeyTimeout:   cfg.BatchKeyTimeout,
+		BatchTimeout:      cfg.BatchTimeout,
 		Health:            deps.Health,
 		Registry:          reg,
 		Logger:            log,

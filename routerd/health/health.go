@@ -40,6 +40,17 @@ const (
 	// a busy node is not a broken one, but it counts as slow (the failure
 	// penalty) so that Pick prefers a node with room for a while.
 	Shed
+	// TimedOut: the call ran out of time. It is a Failure when the node
+	// answered no call at all since this one began (it is down, frozen
+	// or cut off), and a Shed otherwise: a node that keeps answering
+	// other calls is busy, and a call queued behind them says nothing
+	// about whether it works (#31: concurrent batches opened the
+	// breakers of live nodes). Calls that were waiting together when
+	// a timeout was counted are one silence, not many: only the first
+	// counts, so a stall of the machine as long as one timeout costs a
+	// node at most a failure or two, while a node silent for several
+	// timeouts in a row still trips.
+	TimedOut
 )
 
 // Options configure a Tracker. Zero values are the documented defaults.
@@ -183,6 +194,8 @@ type Node struct {
 	outstanding atomic.Int64
 	ewma        atomic.Int64 // latency EWMA in ns
 	sampled     atomic.Int64 // unix ns of the last latency sample
+	answered    atomic.Int64 // unix ns of the end of the last call the node answered
+	silent      atomic.Int64 // unix ns of the last TimedOut counted as a Failure
 }
 
 // Addr is the node's host:port.
@@ -204,12 +217,23 @@ func (n *Node) Latency(now time.Time) time.Duration {
 	return time.Duration(n.ewma.Load())
 }
 
+// AnsweredSince reports whether a call to the node ended with an answer
+// (Success or Shed) after t: the node is up, whatever it is doing with
+// the calls still waiting on it.
+func (n *Node) AnsweredSince(t time.Time) bool { return n.answered.Load() > t.UnixNano() }
+
 // Call is one call in flight to a node; End it exactly once.
 type Call struct {
 	n     *Node
 	done  func(error)
 	start time.Time
 }
+
+// Began is when the call began.
+func (c *Call) Began() time.Time { return c.start }
+
+// Node is the node called.
+func (c *Call) Node() *Node { return c.n }
 
 // Begin starts a call. Unless force is set, it fails when the breaker
 // refuses (open, or half-open with its probe already out); force is for
@@ -237,6 +261,14 @@ func (c *Call) End(o Outcome) {
 	// recorded, so whoever waits for Outstanding to reach 0 sees it.
 	defer n.outstanding.Add(-1)
 	now := time.Now()
+	switch {
+	case o == TimedOut && (n.AnsweredSince(c.start) || !n.countSilence(c.start.UnixNano(), now.UnixNano())):
+		o = Shed
+	case o == TimedOut:
+		o = Failure
+	case o == Success || o == Shed:
+		n.markAnswered(now.UnixNano())
+	}
 	d := now.Sub(c.start)
 	if (o == Failure || o == Shed) && d < n.penalty {
 		d = n.penalty
@@ -252,6 +284,27 @@ func (c *Call) End(o Outcome) {
 		c.done(errFailed)
 	default:
 		c.done(errIgnored)
+	}
+}
+
+// countSilence reports whether a timed-out call that began at start and
+// ended at end is the first to count the node's silence: no timeout was
+// counted since the call began. It records end if so.
+func (n *Node) countSilence(start, end int64) bool {
+	for {
+		last := n.silent.Load()
+		if last > start {
+			return false
+		}
+		if n.silent.CompareAndSwap(last, end) {
+			return true
+		}
+	}
+}
+
+// markAnswered moves answered forward to t, never back.
+func (n *Node) markAnswered(t int64) {
+	for old := n.answered.Load(); old < t && !n.answered.CompareAndSwap(old, t); old = n.answered.Load() {
 	}
 }
 

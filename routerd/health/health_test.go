@@ -174,3 +174,50 @@ func TestFailureLooksSlow(t *testing.T) {
 		}
 	}
 }
+
+// TestTimedOutCountsOnlyOnSilentNodes (#31): a call that ran out of time
+// is a failure when its node answered nothing since it began, and not
+// when the node answered another call meanwhile (busy, not broken).
+// Calls that waited together count one silence.
+func TestTimedOutCountsOnlyOnSilentNodes(t *testing.T) {
+	tr := New(Options{FailureThreshold: 2, OpenTimeout: time.Hour})
+	busy, silent := tr.Node("busy"), tr.Node("silent")
+	for _, n := range []*Node{busy, silent} {
+		// Calls queued at once, as concurrent batches are.
+		var calls []*Call
+		for i := 0; i < 5; i++ {
+			c, _ := n.Begin(false)
+			calls = append(calls, c)
+		}
+		if n == busy {
+			c, _ := n.Begin(false)
+			c.End(Success)
+		}
+		for _, c := range calls {
+			c.End(TimedOut)
+		}
+	}
+	if !busy.Available() {
+		t.Fatalf("timeouts on a node that answered meanwhile opened its breaker: %+v", tr.Status())
+	}
+	if !silent.Available() {
+		t.Fatalf("5 calls timing out together, threshold 2, opened the breaker: one silence counted 5 times: %+v", tr.Status())
+	}
+	if !busy.AnsweredSince(time.Now().Add(-time.Minute)) || silent.AnsweredSince(time.Now().Add(-time.Minute)) {
+		t.Fatal("AnsweredSince does not tell the busy node from the silent one")
+	}
+	// A second silence, begun after the first was counted, trips it; so
+	// do timeouts after the busy node's last answer.
+	for _, n := range []*Node{busy, silent} {
+		for i := 0; i < 2; i++ {
+			c, ok := n.Begin(false)
+			if !ok {
+				break // open already: the silent node had counted one
+			}
+			c.End(TimedOut)
+		}
+	}
+	if busy.Available() || silent.Available() {
+		t.Fatalf("two silences in a row, threshold 2, left a breaker closed: %+v", tr.Status())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -61,6 +62,17 @@ type Request struct {
 	// Replicas are the addresses serving the key's partition, each one
 	// registered as a node in the map.
 	Replicas []string
+	// Timeout, when positive, bounds this lookup instead of Options'
+	// Timeout, and its stage timeout grows in proportion: a batch's
+	// deadline grows with its keys.
+	Timeout time.Duration
+	// Patience, when longer than the lookup's timeout, lets the lookup
+	// wait past it, up to Patience from its start, while a replica it
+	// waits on keeps answering other calls: such a node is busy, the
+	// lookup queued behind others, not lost. A lookup waiting only on
+	// silent replicas ends a quarter of its timeout after it (the
+	// quarter lets answers read during a stall of routerd be recorded).
+	Patience time.Duration
 }
 
 // Response is an upstream answer. Do returns only answers (200 or 404);
@@ -137,10 +149,24 @@ func New(opts Options) (*Proxy, error) {
 // Timeout is the bound of one lookup.
 func (p *Proxy) Timeout() time.Duration { return p.opts.Timeout }
 
+// times are the timeout and stage timeout of req.
+func (p *Proxy) times(req *Request) (timeout, stage time.Duration) {
+	if req.Timeout <= 0 || req.Timeout == p.opts.Timeout {
+		return p.opts.Timeout, p.opts.StageTimeout
+	}
+	return req.Timeout, time.Duration(float64(p.opts.StageTimeout) * float64(req.Timeout) / float64(p.opts.Timeout))
+}
+
+// errTimedOut is the cause Do cancels its attempts with when it gives up
+// on them: they ran out of time (health.TimedOut), unlike attempts
+// cancelled because another replica answered.
+var errTimedOut = errors.New("proxy: lookup timed out")
+
 type result struct {
 	resp  *Response
 	err   error
 	addr  string
+	call  *health.Call
 	hedge bool
 }
 
@@ -161,10 +187,13 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, ErrNoReplica
 	}
 	p.opts.Budget.Request()
-	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	begin := time.Now()
+	timeout, stageTimeout := p.times(req)
 	// Cancelling ctx cancels every attempt still running; each sends to
-	// results, which has room for all of them, so none blocks.
-	defer cancel()
+	// results, which has room for all of them, so none blocks. The cause
+	// tells an attempt why it was cancelled.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 
 	var buf [8]*health.Node
 	cands := buf[:0]
@@ -172,7 +201,8 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		cands = append(cands, p.opts.Health.Node(a))
 	}
 	results := make(chan result, len(cands))
-	inflight := 0
+	var pendBuf [8]*health.Call
+	pending := pendBuf[:0] // attempts not yet reported
 	launch := func(hedge bool) bool {
 		var n *health.Node
 		var call *health.Call
@@ -180,19 +210,22 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		if n == nil {
 			return false
 		}
-		inflight++
-		go p.attempt(ctx, n, call, time.Now(), req, hedge, results)
+		pending = append(pending, call)
+		go p.attempt(ctx, n, call, req, hedge, timeout, stageTimeout, results)
 		return true
 	}
 	launch(false)
 
-	stage := time.NewTimer(p.opts.StageTimeout)
+	stage := time.NewTimer(stageTimeout)
 	defer stage.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	settling := false // the deadline passed once without an answer seen
 	var t tally
 	for {
 		select {
 		case r := <-results:
-			inflight--
+			pending = slices.DeleteFunc(pending, func(c *health.Call) bool { return c == r.call })
 			if r.err == nil && (r.resp.Status == http.StatusOK || r.resp.Status == http.StatusNotFound) {
 				if r.hedge {
 					p.opts.OnHedgeWon()
@@ -204,8 +237,8 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 			// A failure or a shed is a cue to try the next replica now;
 			// that is failover, bounded by the replicas, not a hedge.
 			if launch(false) {
-				stage.Reset(p.opts.StageTimeout)
-			} else if inflight == 0 {
+				stage.Reset(stageTimeout)
+			} else if len(pending) == 0 {
 				return nil, t.err()
 			}
 		case <-stage.C:
@@ -215,7 +248,24 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 			if p.opts.Budget.AllowHedge() && launch(true) {
 				p.opts.OnHedge()
 			}
-			stage.Reset(p.opts.StageTimeout)
+			stage.Reset(stageTimeout)
+		case <-deadline.C:
+			left := req.Patience - time.Since(begin)
+			switch {
+			case left > 0 && answering(pending, timeout+timeout/settle):
+				deadline.Reset(min(timeout, left))
+				settling = false
+				continue
+			case left > 0 && !settling:
+				// No answer seen; but when routerd itself was starved
+				// (a stall of the machine), answers may be read but
+				// not yet recorded. A short while lets them be.
+				deadline.Reset(min(timeout/settle, left))
+				settling = true
+				continue
+			}
+			cancel(errTimedOut)
+			return nil, ErrTimeout
 		case <-ctx.Done():
 			if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("proxy: lookup abandoned: %w", err)
@@ -223,6 +273,27 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 			return nil, ErrTimeout
 		}
 	}
+}
+
+// settle: a patient lookup that saw no answer at its deadline looks
+// again after timeout/settle before it gives up.
+const settle = 4
+
+// answering reports whether a node of the pending attempts answered a
+// call within the last window since its attempt began: it is alive and
+// the attempt queued on it.
+func answering(pending []*health.Call, window time.Duration) bool {
+	now := time.Now()
+	for _, c := range pending {
+		since := c.Began()
+		if w := now.Add(-window); w.After(since) {
+			since = w
+		}
+		if c.Node().AnsweredSince(since) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *tally) add(r result) {
@@ -302,22 +373,33 @@ func remove(s []*health.Node, i int) []*health.Node {
 }
 
 // attempt asks one node and reports to results and to the node's health.
-// start is when it was launched.
-func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, start time.Time, req *Request, hedge bool, results chan<- result) {
+// timeout and stage are the lookup's.
+func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, req *Request, hedge bool, timeout, stage time.Duration, results chan<- result) {
 	resp, err := p.opts.Upstream.Get(ctx, n.Addr(), req)
 	outcome := health.Success
 	switch {
 	case err != nil:
 		outcome = health.Failure
+		if ctx.Err() == nil {
+			break
+		}
+		cause := context.Cause(ctx)
+		ranOut := errors.Is(cause, errTimedOut) || errors.Is(cause, context.DeadlineExceeded)
+		elapsed := time.Since(call.Began())
 		switch {
-		case errors.Is(ctx.Err(), context.Canceled):
-			// Another replica answered first, or the client left.
-			outcome = health.Ignored
-		case errors.Is(ctx.Err(), context.DeadlineExceeded) && time.Since(start) < p.opts.StageTimeout:
+		case ranOut && elapsed < stage:
 			// A hedge started late in a lookup that then ran out of
 			// time had less than a stage to answer: that says nothing
 			// about the node, and counting it would open the breakers
 			// of healthy replicas of a starved lookup.
+			outcome = health.Ignored
+		case ranOut || elapsed >= timeout:
+			// It had the lookup's whole time (the lookup may have
+			// waited longer on another replica that kept answering):
+			// a failure only if the node answered nothing meanwhile.
+			outcome = health.TimedOut
+		default:
+			// Another replica answered first, or the client left.
 			outcome = health.Ignored
 		}
 	case resp.Status == wire.StatusUnavailable:
@@ -347,5 +429,5 @@ func (p *Proxy) attempt(ctx context.Context, n *health.Node, call *health.Call, 
 	if err != nil && outcome == health.Failure && ctx.Err() == nil {
 		p.opts.Logger.Debug("proxy: replica failed", zap.String("node", n.Addr()), zap.Error(err))
 	}
-	results <- result{resp: resp, err: err, addr: n.Addr(), hedge: hedge}
+	results <- result{resp: resp, err: err, addr: n.Addr(), call: call, hedge: hedge}
 }

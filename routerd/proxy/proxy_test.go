@@ -390,3 +390,64 @@ func TestNotHeldNeitherHealsNorTrips(t *testing.T) {
 		t.Fatalf("breaker of a still closed after failure, 421, failure with threshold 2: %+v", tr.Status())
 	}
 }
+
+// TestPatienceWaitsOnBusyNode (#31): a lookup past its timeout keeps
+// waiting, within its patience, on a replica that answers other lookups
+// meanwhile, and that wait is no failure of the node; on a silent
+// replica it ends at its timeout, and that is a failure.
+func TestPatienceWaitsOnBusyNode(t *testing.T) {
+	// The queued lookup outlasts its timeout four times; the others
+	// answer every few ms, so even a stall of the machine leaves answers
+	// within a timeout.
+	const timeout, patience = 500 * time.Millisecond, 20 * time.Second
+	queued := func(ctx context.Context, req *Request) (*Response, error) {
+		if string(req.Key) == "queued" {
+			return slow(4*timeout, ok("late"))(ctx, req)
+		}
+		return ok("now")(ctx, req)
+	}
+	hang := slow(time.Hour, ok("x"))
+	s := &script{nodes: map[string]behaviour{"busy": queued, "silent": hang}}
+	tr := health.New(health.Options{FailureThreshold: 1, OpenTimeout: time.Hour})
+	p, err := New(Options{Upstream: s, Health: tr, Timeout: testTimeout, StageTimeout: longStage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patient := func(key, node string) *Request {
+		return &Request{DB: "db", Version: "v1", Key: []byte(key), Replicas: []string{node}, Timeout: timeout, Patience: patience}
+	}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := p.Do(context.Background(), patient("queued", "busy"))
+		if err == nil && string(resp.Body) != "late" {
+			err = errors.New("answer " + string(resp.Body))
+		}
+		done <- err
+	}()
+	for busy := true; busy; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("queued lookup on a node answering others: %v", err)
+			}
+			busy = false
+		case <-time.After(5 * time.Millisecond):
+			if _, err := p.Do(context.Background(), patient("other", "busy")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start := time.Now()
+	if _, err := p.Do(context.Background(), patient("k", "silent")); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("silent node: err %v, want ErrTimeout", err)
+	}
+	if d := time.Since(start); d > patience/2 {
+		t.Fatalf("waited %v on a silent node: patience is for nodes that answer", d)
+	}
+	for tr.Node("silent").Outstanding() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if !tr.Node("busy").Available() || tr.Node("silent").Available() {
+		t.Fatalf("breakers %+v: want busy closed, silent open (threshold 1)", tr.Status())
+	}
+}

@@ -26,7 +26,7 @@ import (
 // the cache are answered from it; the others are grouped by partition
 // and each group is one proxy.Do to the partition's replicas, with the
 // hedging, budget, breakers and failover of a single GET, all groups at
-// once and within one proxy timeout. Keys a replica says it does not
+// once, within a deadline that grows with the batch's keys (batchTimes). Keys a replica says it does not
 // hold (wire.ReasonNotHeld) are asked of the partition's other replicas.
 
 // upstreamBatch bounds what one request to storaged carries: storaged's
@@ -108,9 +108,16 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		p := partitioner.Partition([]byte(k.key), v.NumPartitions)
 		groups[p] = append(groups[p], i)
 	}
-	// One deadline for the whole batch: groups run at once, and a retry
-	// of keys a replica did not hold gets only what is left.
-	ctx, cancel := context.WithTimeout(r.Context(), s.proxy.Timeout())
+	// The batch's deadline grows with the keys it sends upstream; past
+	// it, a group still waits on a replica that keeps answering other
+	// lookups (a busy node), up to batch_timeout, which also bounds
+	// retries of keys a replica did not hold.
+	n := 0
+	for _, idx := range groups {
+		n += len(idx)
+	}
+	deadline, patience := s.batchTimes(n)
+	ctx, cancel := context.WithTimeout(r.Context(), patience)
 	defer cancel()
 	done := make(chan struct{}, len(groups)*2)
 	jobs := 0
@@ -119,7 +126,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		for _, chunk := range chunks(keys, idx) {
 			jobs++
 			go func() {
-				s.fetch(ctx, db, version, pinned, replicas, keys, chunk, outs)
+				s.fetch(ctx, db, version, pinned, replicas, keys, chunk, outs, deadline, patience)
 				done <- struct{}{}
 			}()
 		}
@@ -131,6 +138,15 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		return 499 // the client left; nobody reads what we write
 	}
 	return s.writeBatch(w, version, v, keys, outs)
+}
+
+// batchTimes are the deadline and the patience (proxy.Request) of a
+// batch sending n keys upstream: proxy_timeout + n * batch_key_timeout,
+// and batch_timeout, which bounds both.
+func (s *Server) batchTimes(n int) (deadline, patience time.Duration) {
+	patience = max(s.opts.BatchTimeout, s.proxy.Timeout())
+	deadline = min(s.proxy.Timeout()+time.Duration(n)*s.opts.BatchKeyTimeout, patience)
+	return deadline, patience
 }
 
 // distinct folds the spellings of one key together.
@@ -166,7 +182,8 @@ func chunks(keys []batchKey, idx []int) [][]int {
 
 // fetch looks up keys[idx] on the partition's replicas and writes
 // outs[idx]; each call writes only its own indexes.
-func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, replicas []string, keys []batchKey, idx []int, outs []outcome) {
+// deadline and patience are the batch's (batchTimes).
+func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, replicas []string, keys []batchKey, idx []int, outs []outcome, deadline, patience time.Duration) {
 	fail := func(idx []int, o outcome) {
 		for _, i := range idx {
 			outs[i] = o
@@ -195,7 +212,8 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 			}
 			return
 		}
-		req := &proxy.Request{DB: db, Version: version, Keys: make([][]byte, len(idx)), Replicas: cands}
+		req := &proxy.Request{DB: db, Version: version, Keys: make([][]byte, len(idx)), Replicas: cands,
+			Timeout: deadline, Patience: patience}
 		for j, i := range idx {
 			req.Keys[j] = []byte(keys[i].key)
 		}

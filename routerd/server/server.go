@@ -60,6 +60,12 @@ type Options struct {
 	// (503 with Retry-After beyond it); default
 	// wire.DefaultBatchReadBytes.
 	BatchReadBytes int64
+	// BatchKeyTimeout is added to ProxyTimeout per key a batch sends
+	// upstream (default 0: none); BatchTimeout is the most a batch waits
+	// on replicas that keep answering, and bounds that deadline (default
+	// ProxyTimeout: never past it). See docs/design.md, batch lookup.
+	BatchKeyTimeout time.Duration
+	BatchTimeout    time.Duration
 	// Health tunes the per-node breakers.
 	Health health.Options
 	// Registry receives the server's metrics and is what /metrics serves;
