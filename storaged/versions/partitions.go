@@ -146,7 +146,9 @@ func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served,
 	}
 	vs.v = vs.v.withPartition(p, part)
 	// The local manifest lists what the node holds now, so that a
-	// restart reuses it.
+	// restart reuses it; after makeDurable's, if it is writing one.
+	vs.manifestMu.Lock()
+	defer vs.manifestMu.Unlock()
 	if man, err := m.opts.Store.ReadManifest(vs.v.DB, vs.name); err == nil {
 		man.Partitions = vs.v.Held()
 		if err := m.opts.Store.WriteManifest(man); err != nil {

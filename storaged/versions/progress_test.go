@@ -222,3 +222,48 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	}
 	return out
 }
+
+// The complete manifest is written without the manager's lock: while
+// its write waits (here for the version's manifestMu, which the test
+// holds), the version serves, other calls that take the lock go on, and
+// the manifest is not complete yet; it is once the write goes on.
+func TestManifestWrittenWithoutManagerLock(t *testing.T) {
+	root := t.TempDir()
+	writeV(t, root, "db", "v1")
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := src.Files(context.Background(), "db", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedOpen{Source: src, name: files[2].Name, opened: make(chan struct{}), gate: make(chan struct{})}
+	h := start(t, root, t.TempDir(), func(o *Options) { o.Source = g })
+	<-g.opened
+	h.m.mu.Lock()
+	vs := h.m.dbs["db"].versions["v1"]
+	h.m.mu.Unlock()
+	vs.manifestMu.Lock()
+	close(g.gate)
+	h.waitState("db", "v1", wire.StateActive)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.m.mu.Lock() // free while the manifest write waits
+		h.m.mu.Unlock()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager's lock is held while the manifest waits to be written")
+	}
+	if man, err := h.store.ReadManifest("db", "v1"); err != nil || man.Complete {
+		t.Fatalf("manifest before its write: %+v, %v", man, err)
+	}
+	vs.manifestMu.Unlock()
+	<-vs.durable
+	if man, err := h.store.ReadManifest("db", "v1"); err != nil || !man.Complete || len(man.Partitions) != 3 {
+		t.Fatalf("manifest once written: %+v, %v", man, err)
+	}
+}
