@@ -175,22 +175,14 @@ func (m *Manager) makeDurable(db string, vs *vstate, p *builder.Pending) {
 		return
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if !vs.phase.servable() {
-		m.mu.Unlock()
 		return // being removed
 	}
 	man := p.Manifest
 	man.Partitions = vs.v.Held() // replica.Set.Add may have added some
 	man.Complete = true
 	man.Loaded = m.opts.Now().UTC()
-	// The manifest is written and synced without the manager's lock,
-	// which every other load's step takes: with hundreds of versions
-	// built at once these writes held it most of the time. A partition
-	// added or dropped meanwhile (replicaHost.Swap) writes the manifest
-	// again after this one (manifestMu).
-	vs.manifestMu.Lock()
-	defer vs.manifestMu.Unlock()
-	m.mu.Unlock()
 	if err := m.opts.Store.WriteManifest(man); err != nil {
 		m.log.Error("marking a loaded version complete", zap.String("db", db), zap.String("version", vs.name), zap.Error(err))
 	}

@@ -146,9 +146,7 @@ func (h replicaHost) Swap(token any, p int, old, part *table.Partition) (served,
 	}
 	vs.v = vs.v.withPartition(p, part)
 	// The local manifest lists what the node holds now, so that a
-	// restart reuses it; after makeDurable's, if it is writing one.
-	vs.manifestMu.Lock()
-	defer vs.manifestMu.Unlock()
+	// restart reuses it.
 	if man, err := m.opts.Store.ReadManifest(vs.v.DB, vs.name); err == nil {
 		man.Partitions = vs.v.Held()
 		if err := m.opts.Store.WriteManifest(man); err != nil {

@@ -3,7 +3,6 @@ package versions
 import (
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -191,10 +190,4 @@ type vstate struct {
 	// durable is closed once the version's load is over, its files
 	// synced and its manifest written; only then may it be deleted.
 	durable chan struct{}
-	// manifestMu serializes rewriting the version's local manifest,
-	// which is done without the manager's lock (it syncs a file and a
-	// directory): whoever reads what to write under Manager.mu takes it
-	// before letting Manager.mu go, so the manifest written last lists
-	// the partitions held last. Lock order: Manager.mu, then manifestMu.
-	manifestMu sync.Mutex
 }
