@@ -5,8 +5,8 @@ import (
 	"os"
 )
 
-// preallocStep is the most disk space a table reserves ahead of its
-// writes at once.
+// preallocStep is how much disk space a table reserves ahead of its
+// writes.
 const preallocStep = 8 << 20
 
 // preallocFile is a table file being written that reserves its disk space
@@ -17,16 +17,13 @@ const preallocStep = 8 << 20
 // last write is given back by finish. Where reserving is not supported,
 // writes go on without it.
 //
-// Nothing is reserved before the first write, and a write past the
-// reservation reserves it and as much again as was written so far, at
-// most preallocStep more: at most that is given back. A table
-// that fits in one write (sstWriter gathers flushAt bytes before it
-// writes), as every table of a small partition does, is then written
-// without reserving: reserving 8 MiB for a 4 KiB table and giving it back
-// cost a search of the block groups, a truncate and, on a filesystem
-// mounted with discard, a discard, which made fallocate and ftruncate
-// 18% of a node's CPU while it built 2,700 small partitions (perf,
-// spanglescale's 500 dbs).
+// A first write shorter than flushAt reserves nothing: sstWriter gathers
+// flushAt bytes before it writes, so such a write is a whole table (every
+// table of a small partition), which delayed allocation places at once.
+// Reserving 8 MiB for a 4 KiB table and giving it back cost a search of
+// the block groups, a truncate and, on a filesystem mounted with discard,
+// a discard: fallocate and ftruncate were 18% of a node's CPU while it
+// built 2,700 small partitions (perf, spanglescale's 500 dbs).
 type preallocFile struct {
 	f          *os.File
 	off        int64 // bytes written
@@ -35,8 +32,11 @@ type preallocFile struct {
 }
 
 func (p *preallocFile) Write(b []byte) (int, error) {
-	if end := p.off + int64(len(b)); !p.noPrealloc && p.off > 0 && end > p.reserved {
-		size := end + min(p.off, preallocStep)
+	if p.off == 0 && len(b) < flushAt {
+		p.noPrealloc = true
+	}
+	if end := p.off + int64(len(b)); !p.noPrealloc && end > p.reserved {
+		size := max(p.reserved+preallocStep, end)
 		if err := reserve(p.f, p.reserved, size-p.reserved); err != nil {
 			p.noPrealloc = true
 		} else {
