@@ -3,6 +3,7 @@ package versions
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"spangle/shared/dbver"
@@ -11,7 +12,8 @@ import (
 
 // TestLoadCopiesFromPeersFirst: a load asks Hooks.CopyPartition for each
 // partition first; what a peer gives is served as it came, checked, and
-// only the rest is built from the source.
+// only the rest is built from the source. A partition no peer serves
+// (ErrNoPeer) is built from the source without a word.
 func TestLoadCopiesFromPeersFirst(t *testing.T) {
 	root := t.TempDir()
 	writeV(t, root, "db", "v1")
@@ -20,7 +22,9 @@ func TestLoadCopiesFromPeersFirst(t *testing.T) {
 	peer.stop()
 
 	var asked []int
+	log, logs := observed(t)
 	h := start(t, root, t.TempDir(), func(o *Options) {
+		o.Log = log
 		o.Hooks.CopyPartition = func(ctx context.Context, part dbver.Partition, dir string) error {
 			p := part.P
 			asked = append(asked, p) // loads of one version are sequential
@@ -34,6 +38,11 @@ func TestLoadCopiesFromPeersFirst(t *testing.T) {
 	h.waitState("db", "v1", wire.StateActive)
 	if fmt.Sprint(asked) != "[0 1 2]" {
 		t.Errorf("peers asked for partitions %v, want [0 1 2]", asked)
+	}
+	for _, e := range logs.All() {
+		if strings.HasPrefix(e.Message, "no good copy") {
+			t.Errorf("logged %q %v for a partition no peer serves", e.Message, fieldsOf(e))
+		}
 	}
 	for i := 0; i < 300; i++ {
 		key := fmt.Sprintf("key-%06d", i)

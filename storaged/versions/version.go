@@ -24,8 +24,10 @@ var (
 	// ErrPartitionNotHeld: this node does not hold the key's partition.
 	ErrPartitionNotHeld = errors.New("versions: partition not held")
 	// ErrNoPeer: no other node serves the partition to copy it from
-	// (what Hooks.CopyPartition returns then, wrapped).
-	ErrNoPeer = errors.New("versions: no peer serves the partition")
+	// (what Hooks.CopyPartition returns then, wrapped). It is the
+	// builder's, which builds such a partition from the source without
+	// logging it.
+	ErrNoPeer = builder.ErrNoPeer
 	// ErrNotFound: the version has no such key.
 	ErrNotFound = table.ErrNotFound
 	// ErrPartitionCorrupt: the key's block in this node's copy of the
