@@ -210,16 +210,3 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancelled load: %v", err)
 	}
 }
-
-func openVersion(t *testing.T, root string) (source.Source, []source.File) {
-	t.Helper()
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := src.Files(context.Background(), "db", "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src, files
-}

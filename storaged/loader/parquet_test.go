@@ -223,7 +223,7 @@ func TestParquetSpillsRemoved(t *testing.T) {
 	root := t.TempDir()
 	writeParquetVersion(t, root, "db", "v1", 2, 3000)
 	f, _ := parquetkv.ParseFormat([]byte("key_column = \"key\"\nvalue_column = \"value\"\nduplicates = \"last\"\n"))
-	src, files := openVersion(t, root)
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
 	out := t.TempDir()
 	res, err := Load(context.Background(), Request{Source: src, DB: "db", Version: "v1", Files: files,
 		Dir: func(p int) string { return filepath.Join(out, fmt.Sprint(p)) }},
@@ -274,7 +274,7 @@ func TestParquetPartitionsAndContentType(t *testing.T) {
 			t.Fatalf("k%d = %q, %v", i, v, err)
 		}
 	}
-	_, files := openVersion(t, root)
+	_, files := testutil.OpenVersion(t, root, "db", "v1")
 	for _, c := range []struct {
 		marker string
 		n      int

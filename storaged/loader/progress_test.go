@@ -67,14 +67,7 @@ func TestProgressCountsFilesBytesRecordsAndPaths(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
 			testutil.WriteVersion(t, root, "db", "v1", 4, c.layout, seqfile.WriterOptions{}, testutil.Records(20000, "v1"))
-			src, err := source.Open(root, source.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			files, err := src.Files(context.Background(), "db", "v1")
-			if err != nil {
-				t.Fatal(err)
-			}
+			src, files := testutil.OpenVersion(t, root, "db", "v1")
 			first3 := countRecords(t, src, files[:3])
 			var total int64
 			for _, f := range files {
@@ -123,14 +116,7 @@ func TestProgressCountsFilesBytesRecordsAndPaths(t *testing.T) {
 func TestProgressSparkeyHeldPartition(t *testing.T) {
 	root := t.TempDir()
 	testutil.WriteSparkeyVersion(t, root, "db", "v1", 3, sparkey.WriterOptions{}, testutil.Records(900, "v1"))
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := src.Files(context.Background(), "db", "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
 	var want int64
 	for _, f := range files {
 		if strings.HasPrefix(f.Name, "part-00001.") {

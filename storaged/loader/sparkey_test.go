@@ -211,7 +211,7 @@ func TestBadVersionsFail(t *testing.T) {
 			root := t.TempDir()
 			dir := testutil.WriteSparkeyVersion(t, root, "db", "v1", 3, sparkey.WriterOptions{}, recs)
 			c.setup(t, dir)
-			src, files := openVersion(t, root)
+			src, files := testutil.OpenVersion(t, root, "db", "v1")
 			_, err := Load(t.Context(), Request{Source: src, DB: "db", Version: "v1", Files: files,
 				Dir: func(p int) string { return filepath.Join(t.TempDir(), "p") }}, Options{Build: table.BuildOptions{NoSync: true}})
 			if !errors.Is(err, c.is) {

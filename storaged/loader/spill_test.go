@@ -24,7 +24,7 @@ func TestSpillMergedIntoOneRun(t *testing.T) {
 	recs := testutil.Records(4000, "v1")
 	rand.New(rand.NewSource(2)).Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 	testutil.WriteVersion(t, root, "db", "v1", 3, testutil.RoundRobin, seqfile.WriterOptions{}, recs)
-	src, files := openVersion(t, root)
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
 	out := t.TempDir()
 	res, err := loadInto(t, src, files, out, Options{SpillBytes: 1 << 10, Parallel: 2})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"spangle/shared/source"
 	"spangle/shared/wire"
+	"spangle/storaged/internal/testutil"
 )
 
 // gatedOpen is a real source root whose Open of one file waits for the
@@ -58,14 +59,7 @@ func fieldsOf(e observer.LoggedEntry) map[string]any { return e.ContextMap() }
 func TestLoadProgressShownAndLogged(t *testing.T) {
 	root := t.TempDir()
 	writeV(t, root, "db", "v1")
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := src.Files(context.Background(), "db", "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
 	var total int64
 	for _, f := range files {
 		total += f.Size

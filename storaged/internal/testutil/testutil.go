@@ -1,11 +1,13 @@
 package testutil
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"spangle/shared/seqfile"
+	"spangle/shared/source"
 	"spangle/shared/versiontest"
 )
 
@@ -66,4 +68,18 @@ func WriteFile(t testing.TB, path string, opts seqfile.WriterOptions, recs []Rec
 // Records returns n records "key-<i>" -> "value-<i>-<version>".
 func Records(n int, version string) []Record {
 	return versiontest.Numbered(n, "key-%06d", "value-%d-"+version)
+}
+
+// OpenVersion opens root as a source and lists the files of db/version.
+func OpenVersion(t testing.TB, root, db, version string) (source.Source, []source.File) {
+	t.Helper()
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := src.Files(context.Background(), db, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, files
 }
