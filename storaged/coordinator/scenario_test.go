@@ -28,13 +28,7 @@ func testRereplicate(t *testing.T, b backend) {
 	const after = time.Second
 	c := newCluster(t, b, clusterOpts{strategy: placement.Sequins{}, replication: 2, rereplicateAfter: after, fetchDelay: 50 * time.Millisecond}, 4)
 	lead := c.leader()
-	var victim *node
-	for _, n := range c.nodes {
-		if n != lead {
-			victim = n
-			break
-		}
-	}
+	victim := c.follower(lead)
 	lost := len(victim.holder.Held("db", "v1"))
 	ctx, stop := context.WithCancel(context.Background())
 	floor := c.watchFloor(ctx, lead.conn)
@@ -72,13 +66,7 @@ func testRereplicate(t *testing.T, b backend) {
 func testLeaderKilled(t *testing.T, b backend) {
 	c := newCluster(t, b, clusterOpts{strategy: placement.Sequins{}, replication: 3, rereplicateAfter: 500 * time.Millisecond, fetchDelay: 400 * time.Millisecond}, 5)
 	lead := c.leader()
-	var victim *node
-	for _, n := range c.nodes {
-		if n != lead {
-			victim = n
-			break
-		}
-	}
+	victim := c.follower(lead)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var observer *node
@@ -165,4 +153,14 @@ func testRebalanceOnJoin(t *testing.T, b backend) {
 		t.Errorf("%d copies moved for a join, ideal %.1f", fetched, ideal)
 	}
 	t.Logf("join: %d copies moved (ideal %.1f); shards %v", fetched, ideal, shardsOf(m))
+}
+
+// follower returns a node of c other than lead.
+func (c *cluster) follower(lead *node) *node {
+	for _, n := range c.nodes {
+		if n != lead {
+			return n
+		}
+	}
+	return nil
 }

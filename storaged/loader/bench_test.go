@@ -20,29 +20,11 @@ const (
 )
 
 func benchSource(b *testing.B, sharded bool) (source.Source, []source.File) {
-	root := testutil.BenchDataset(b, benchRecords, benchFiles, sharded)
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	files, err := src.Files(context.Background(), "bench", "1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return src, files
+	return testutil.OpenVersion(b, testutil.BenchDataset(b, benchRecords, benchFiles, sharded), "bench", "1")
 }
 
 func benchSparkeySource(b *testing.B) (source.Source, []source.File) {
-	root := testutil.BenchSparkeyDataset(b, benchRecords, benchFiles)
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	files, err := src.Files(context.Background(), "bench", "1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return src, files
+	return testutil.OpenVersion(b, testutil.BenchSparkeyDataset(b, benchRecords, benchFiles), "bench", "1")
 }
 
 func reportRSS(b *testing.B) {
