@@ -57,12 +57,7 @@ func TestStartWithXDSStopsEverything(t *testing.T) {
 	srv, addr := standIn(t)
 	defer srv.Close()
 	base := runtime.NumGoroutine()
-	mir := topo.NewMirror()
-	var b topo.Builder
-	b.AddNode(topo.Node{Addr: addr})
-	b.AddVersion("db", "v1", topo.VersionInfo{NumPartitions: 1})
-	b.AddReplica("db", "v1", 0, addr)
-	mir.Publish(b.Build(0))
+	mir := oneNodeMap(addr)
 
 	cfg := config.Default()
 	cfg.Bind = "127.0.0.1:0"
@@ -150,4 +145,16 @@ func getKeys(t *testing.T, client *http.Client, base string, n int, addr string)
 			t.Fatalf("answer %q %v", body, resp.Header)
 		}
 	}
+}
+
+// oneNodeMap is a mirror of a map where the node at addr alone holds
+// db/v1, of one partition.
+func oneNodeMap(addr string) *topo.Mirror {
+	mir := topo.NewMirror()
+	var b topo.Builder
+	b.AddNode(topo.Node{Addr: addr})
+	b.AddVersion("db", "v1", topo.VersionInfo{NumPartitions: 1})
+	b.AddReplica("db", "v1", 0, addr)
+	mir.Publish(b.Build(0))
+	return mir
 }

@@ -16,7 +16,6 @@ import (
 	"spangle/routerd/config"
 	"spangle/shared/tlsconfig"
 	"spangle/shared/tlstest"
-	"spangle/shared/topo"
 	"spangle/shared/wire"
 )
 
@@ -48,12 +47,7 @@ func TestAppTLS(t *testing.T) {
 	defer hs.Close()
 
 	base := runtime.NumGoroutine()
-	mir := topo.NewMirror()
-	var b topo.Builder
-	b.AddNode(topo.Node{Addr: sa})
-	b.AddVersion("db", "v1", topo.VersionInfo{NumPartitions: 1})
-	b.AddReplica("db", "v1", 0, sa)
-	mir.Publish(b.Build(0))
+	mir := oneNodeMap(sa)
 
 	path := filepath.Join(t.TempDir(), "routerd.toml")
 	conf := fmt.Sprintf("bind = \"127.0.0.1:0\"\nxds_bind = \"127.0.0.1:0\"\nproxy_timeout = \"2s\"\n[tls]\ncert_file = %q\nkey_file = %q\nca_file = %q\napp_tls = true\npeer_names = [%q]\n",

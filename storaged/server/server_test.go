@@ -77,14 +77,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 // partitions this node holds.
 func runManager(t testing.TB, root, storeDir string, held []int) *versions.Manager {
 	t.Helper()
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(storeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, st := testutil.OpenStore(t, root, storeDir)
 	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
 		Cache: table.CacheOptions{Blocks: blockcache.New(1 << 20)}}
 	vopts.Loader.Build.NoSync = true

@@ -17,7 +17,6 @@ import (
 	"spangle/shared/dbver"
 	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
-	"spangle/shared/source"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/store"
@@ -35,14 +34,7 @@ type harness struct {
 // start runs a Manager over root with the given store directory.
 func start(t *testing.T, root, storeDir string, mod func(*Options)) *harness {
 	t.Helper()
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(storeDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, st := testutil.OpenStore(t, root, storeDir)
 	// A development logger panics on DPanic: an illegal state transition
 	// (Manager.toLocked) fails the test.
 	opts := Options{Source: src, Store: st, Log: zaptest.NewLogger(t, zaptest.WrapOptions(zap.Development()))}

@@ -9,6 +9,7 @@ import (
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/shared/versiontest"
+	"spangle/storaged/store"
 )
 
 // TestData returns <repo root>/../shared/testdata, the Hadoop-written files
@@ -82,4 +83,18 @@ func OpenVersion(t testing.TB, root, db, version string) (source.Source, []sourc
 		t.Fatal(err)
 	}
 	return src, files
+}
+
+// OpenStore opens root as a source and storeDir as a local store.
+func OpenStore(t testing.TB, root, storeDir string) (source.Source, *store.Store) {
+	t.Helper()
+	src, err := source.Open(root, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, st
 }
