@@ -9,6 +9,7 @@ import (
 
 	"spangle/shared/parquetkv"
 	"spangle/shared/partitioner"
+	"spangle/shared/versiontest"
 )
 
 // TestWriteParquet: both Parquet datasets hold every key once, in its
@@ -34,33 +35,19 @@ func TestWriteParquet(t *testing.T) {
 			}
 			n := 0
 			for part, path := range ds.Files {
-				f, err := os.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				st, _ := f.Stat()
-				r, err := parquetkv.NewReader(f, st.Size(), path, spec, parquetkv.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r.Next() {
+				versiontest.ReadParquet(t, path, spec, func(key, value []byte) {
 					n++
-					if p := partitioner.Partition(r.Key(), 3); p != part {
-						t.Fatalf("%s in file %d, of partition %d", r.Key(), part, p)
+					if p := partitioner.Partition(key, 3); p != part {
+						t.Fatalf("%s in file %d, of partition %d", key, part, p)
 					}
 					if format == FormatParquet {
-						continue
+						return
 					}
 					var row map[string]any
-					if err := json.Unmarshal(r.Value(), &row); err != nil || len(row) != 11 {
-						t.Fatalf("%s: %s: %v", r.Key(), r.Value(), err)
+					if err := json.Unmarshal(value, &row); err != nil || len(row) != 11 {
+						t.Fatalf("%s: %s: %v", key, value, err)
 					}
-				}
-				if err := r.Err(); err != nil {
-					t.Fatal(err)
-				}
-				r.Close()
-				f.Close()
+				})
 			}
 			if n != 3000 {
 				t.Fatalf("%d rows", n)

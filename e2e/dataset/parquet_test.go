@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"spangle/shared/parquetkv"
+	"spangle/shared/versiontest"
 )
 
 // TestWriteParquet: a Parquet version holds every key once, spread over
@@ -31,30 +32,16 @@ func TestWriteParquet(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _ := f.Stat()
-		r, err := parquetkv.NewReader(f, st.Size(), path, spec, parquetkv.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r.Next() {
-			k := string(r.Key())
-			if want := ParquetValue("v1", k); string(r.Value()) != want {
-				t.Fatalf("%s = %s; want %s", k, r.Value(), want)
+		versiontest.ReadParquet(t, path, spec, func(key, value []byte) {
+			k := string(key)
+			if want := ParquetValue("v1", k); string(value) != want {
+				t.Fatalf("%s = %s; want %s", k, value, want)
 			}
 			if seen[k] {
 				t.Fatalf("%s twice", k)
 			}
 			seen[k] = true
-		}
-		if err := r.Err(); err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-		f.Close()
+		})
 	}
 	if len(seen) != 1000 {
 		t.Fatalf("%d keys", len(seen))

@@ -2,6 +2,7 @@ package versiontest
 
 import (
 	"os"
+	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -9,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"spangle/shared/parquetkv"
 )
 
 // parquetSchema is the two columns the loader reads without a _FORMAT
@@ -53,4 +56,31 @@ func writeParquet(path string, fill func(put func(k, v []byte) error) error) (in
 		return 0, err
 	}
 	return st.Size(), nil
+}
+
+// ReadParquet reads every row of the Parquet file at path as spec maps
+// it, calling each with its key and value (valid only during the call),
+// and fails t on any error.
+func ReadParquet(t testing.TB, path string, spec parquetkv.Format, each func(key, value []byte)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := parquetkv.NewReader(f, st.Size(), path, spec, parquetkv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for r.Next() {
+		each(r.Key(), r.Value())
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
