@@ -9,7 +9,7 @@ import (
 
 	"spangle/shared/s3test"
 	"spangle/shared/seqfile"
-	"spangle/shared/tcpproxy"
+	"spangle/shared/proxytest"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 )
@@ -27,7 +27,7 @@ const (
 // s3Setup starts versitygw with a proxy in front of it, writes version
 // v1 into the bucket, and points the AWS chain of the storaged processes
 // the test starts (they inherit the environment) at the proxy.
-func s3Setup(t *testing.T) (*s3test.Server, *tcpproxy.Proxy, string) {
+func s3Setup(t *testing.T) (*s3test.Server, *proxytest.Proxy, string) {
 	t.Helper()
 	srv := s3test.Start(t)
 	proxy := srv.Proxy(t)

@@ -13,7 +13,7 @@ import (
 	"spangle/shared/s3test"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
-	"spangle/shared/tcpproxy"
+	"spangle/shared/proxytest"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/loader"
@@ -102,7 +102,7 @@ func TestTransient(t *testing.T) {
 
 // s3Harness runs a manager on a versitygw bucket reached through a proxy
 // the test can take down, with version v1 of db loaded.
-func s3Harness(t *testing.T, mod func(*Options)) (*harness, *tcpproxy.Proxy, string) {
+func s3Harness(t *testing.T, mod func(*Options)) (*harness, *proxytest.Proxy, string) {
 	t.Helper()
 	srv := s3test.Start(t)
 	proxy := srv.Proxy(t)
@@ -138,7 +138,7 @@ func writeBig(t *testing.T, dir, version string) {
 
 // failV2 writes v2 and takes the proxy down 200 kB into its load (in its
 // first file); v2 fails with a transient error while v1 keeps serving.
-func failV2(t *testing.T, h *harness, proxy *tcpproxy.Proxy, dir string) {
+func failV2(t *testing.T, h *harness, proxy *proxytest.Proxy, dir string) {
 	t.Helper()
 	proxy.AfterBytes(200<<10, proxy.Cut)
 	writeBig(t, dir, "v2")

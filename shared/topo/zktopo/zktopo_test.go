@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"spangle/shared/tcpproxy"
+	"spangle/shared/proxytest"
 	"spangle/shared/topo"
 	"spangle/shared/topo/topotest"
 	"spangle/shared/topo/zktopo"
@@ -57,8 +57,8 @@ func proxiedConns(srv *zktest.Server) topotest.Backend {
 // proxiedConnsWith is proxiedConns with auth's Auth and ReadACL.
 func proxiedConnsWith(srv *zktest.Server, auth zktopo.Options) topotest.Backend {
 	var mu sync.Mutex
-	proxies := map[topo.Conn]*tcpproxy.Proxy{}
-	proxy := func(c topo.Conn) *tcpproxy.Proxy {
+	proxies := map[topo.Conn]*proxytest.Proxy{}
+	proxy := func(c topo.Conn) *proxytest.Proxy {
 		mu.Lock()
 		defer mu.Unlock()
 		return proxies[c]

@@ -1,4 +1,4 @@
-package tcpproxy
+package proxytest
 
 import (
 	"io"
@@ -34,7 +34,7 @@ func Start(t testing.TB, target string) *Proxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("tcpproxy: listen: %v", err)
+		t.Fatalf("proxytest: listen: %v", err)
 	}
 	p := &Proxy{l: l, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)

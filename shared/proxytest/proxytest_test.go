@@ -1,4 +1,4 @@
-package tcpproxy_test
+package proxytest_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"spangle/shared/tcpproxy"
+	"spangle/shared/proxytest"
 )
 
 // echo starts a plain TCP server that sends back what it reads, closed at
@@ -87,7 +87,7 @@ func closed(c net.Conn) bool {
 }
 
 func TestForwards(t *testing.T) {
-	p := tcpproxy.Start(t, echo(t))
+	p := proxytest.Start(t, echo(t))
 	c := dial(t, p.Addr())
 	msg := bytes.Repeat([]byte("spangle "), 100<<10) // several buffers
 	if got, err := roundTrip(c, msg); err != nil || !bytes.Equal(got, msg) {
@@ -99,7 +99,7 @@ func TestForwards(t *testing.T) {
 }
 
 func TestCutAndHeal(t *testing.T) {
-	p := tcpproxy.Start(t, echo(t))
+	p := proxytest.Start(t, echo(t))
 	live := dial(t, p.Addr())
 	if _, err := roundTrip(live, []byte("ping")); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestCutAndHeal(t *testing.T) {
 }
 
 func TestCutAfter(t *testing.T) {
-	p := tcpproxy.Start(t, echo(t))
+	p := proxytest.Start(t, echo(t))
 	before := dial(t, p.Addr())
 	if _, err := roundTrip(before, []byte("x")); err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestCutAfter(t *testing.T) {
 }
 
 func TestAfterBytes(t *testing.T) {
-	p := tcpproxy.Start(t, echo(t))
+	p := proxytest.Start(t, echo(t))
 	c := dial(t, p.Addr())
 	if _, err := roundTrip(c, []byte("earlier bytes do not count")); err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestClose(t *testing.T) {
 	var addr string
 	var live net.Conn
 	t.Run("open", func(t *testing.T) {
-		p := tcpproxy.Start(t, target)
+		p := proxytest.Start(t, target)
 		addr = p.Addr()
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
