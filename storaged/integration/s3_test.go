@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/proxytest"
 	"spangle/shared/s3test"
 	"spangle/shared/seqfile"
-	"spangle/shared/proxytest"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 )

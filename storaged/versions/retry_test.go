@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/proxytest"
 	"spangle/shared/s3test"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
-	"spangle/shared/proxytest"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/loader"
