@@ -22,14 +22,7 @@ import (
 // the opened partitions.
 func load(t *testing.T, root, db, version string, held []int, opts Options) (Result, []*table.Partition, error) {
 	t.Helper()
-	src, err := source.Open(root, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := src.Files(context.Background(), db, version)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, files := testutil.OpenVersion(t, root, db, version)
 	out := t.TempDir()
 	dir := func(p int) string { return filepath.Join(out, fmt.Sprintf("p-%d", p)) }
 	opts.Build.NoSync = true
