@@ -317,11 +317,21 @@ func (c *directColumn) finish() error {
 		return nil
 	}
 	cr := c.cr
-	c.cr = nil
+	defer c.close()
 	if c.pos != c.n || cr.HasNext() {
 		return fmt.Errorf("column %s holds more rows than its row group", c.name)
 	}
 	return cr.Err()
+}
+
+// close gives the page buffers of the column's chunk back to the
+// reader's allocator.
+func (c *directColumn) close() {
+	if c.cr != nil {
+		c.cr.Close()
+		c.cr = nil
+	}
+	c.n, c.pos, c.nv, c.vpos = 0, 0, 0, 0
 }
 
 // appendJSON appends the current row's value of a flat column, or reads

@@ -257,6 +257,9 @@ func (r *Reader) Rows() int64 { return r.pf.NumRows() }
 // Close releases the reader's buffers. It does not close the ReaderAt.
 func (r *Reader) Close() error {
 	r.releaseBatch()
+	for _, d := range r.plan.direct {
+		d.close()
+	}
 	if r.rr != nil {
 		r.rr.Release()
 		r.rr = nil
