@@ -425,7 +425,7 @@ func (c *directColumn) appendItem(dst []byte, k int) []byte {
 	case dkDate32:
 		return appendTime(dst, time.Unix(int64(int32(c.int(k)))*86400, 0), time.DateOnly)
 	case dkTimestamp:
-		return appendTime(dst, arrow.Timestamp(c.i64[k]).ToTime(c.unit), time.RFC3339Nano)
+		return appendTimestamp(dst, c.i64[k], c.unit)
 	case dkInt96:
 		return appendTime(dst, int96Time(c.i96[k]), time.RFC3339Nano)
 	}

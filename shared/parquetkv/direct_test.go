@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -192,6 +194,37 @@ func TestDirectTimestamps(t *testing.T) {
 			c := &directColumn{kind: dkTimestamp, unit: unit, i64: []int64{v}}
 			if got := c.appendItem(nil, 0); !bytes.Equal(got, want) {
 				t.Errorf("%d %s: %s, want %s", v, unit, got, want)
+			}
+		}
+	}
+}
+
+// TestFastFormats: the float and timestamp printers print what strconv
+// and time print, over random values and the edges of their fast paths.
+func TestFastFormats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	floats := []float64{1e-4, 1e-4 * (1 - 1e-16), 0.00011, 999999.9999, 1e6, 1e6 - 1e-10, 0.1, 0.2, 0.3, 1, 2, 100, 123456.7891, 5e-5, 0.5, 1.0000000000000002}
+	for i := 0; i < 200000; i++ {
+		k := rng.IntN(8)
+		v := float64(rng.Int64N(1e11)) / math.Pow(10, float64(k))
+		floats = append(floats, v, -v, rng.Float64(), rng.NormFloat64()*1e5, math.Round(rng.Float64()*1e6)/100)
+	}
+	for _, f := range floats {
+		got := appendFloat(nil, f, 64)
+		if want := strconv.AppendFloat(nil, f, 'g', -1, 64); !bytes.Equal(got, want) {
+			t.Fatalf("%v: %s, want %s", f, got, want)
+		}
+	}
+	units := []arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond}
+	edges := []int64{0, -1, 1, math.MinInt64, math.MaxInt64, -62135596800, -62135596801, 253402300799, 253402300800, 951782400, 951868800}
+	for i := 0; i < 200000; i++ {
+		edges = append(edges, rng.Int64(), rng.Int64N(1<<45)-1<<44, rng.Int64N(4e11)-2e11)
+	}
+	for _, v := range edges {
+		for _, unit := range units {
+			got := appendTimestamp(nil, v, unit)
+			if want := appendTime(nil, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano); !bytes.Equal(got, want) {
+				t.Fatalf("%d %s: %s, want %s", v, unit, got, want)
 			}
 		}
 	}
