@@ -171,7 +171,7 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 	if !(a >= 1e-4 && a < 1e6) {
 		return dst, false
 	}
-	n := uint64(math.Round(a * shortScale))
+	n := uint64(a*shortScale + 0.5) // a*shortScale < 1e10: exact to well under 0.5
 	if float64(n)/shortScale != a {
 		return dst, false
 	}
