@@ -121,11 +121,11 @@ func (c *batchCols) key(i int, buf *[]byte) ([]byte, error) {
 // appendJSON appends the current row (row i of the decoded batch) as
 // one JSON object.
 func (r *Reader) appendJSON(dst []byte, i int) ([]byte, error) {
-	dst = append(dst, '{')
-	for k, f := range r.plan.fields {
-		if k > 0 {
-			dst = append(dst, ',')
-		}
+	if len(r.plan.fields) == 0 {
+		return append(dst, '{', '}'), nil
+	}
+	for k := range r.plan.fields {
+		f := &r.plan.fields[k]
 		dst = append(dst, f.quoted...)
 		if f.direct != nil {
 			var err error

@@ -392,7 +392,8 @@ type plan struct {
 // field is one top-level column of a JSON value.
 type field struct {
 	name   string
-	quoted []byte        // the JSON-quoted name and a colon
+	quoted []byte // '{' (the first) or ',', the JSON-quoted name, ':'
+
 	direct *directColumn // nil: the batch's column of that name
 }
 
@@ -526,7 +527,11 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format, direct bool) (pl
 		}
 	}
 	for k := range p.fields {
-		p.fields[k].quoted = append(wire.AppendJSONString(nil, p.fields[k].name), ':')
+		lead := byte(',')
+		if k == 0 {
+			lead = '{'
+		}
+		p.fields[k].quoted = append(wire.AppendJSONString([]byte{lead}, p.fields[k].name), ':')
 	}
 	slices.Sort(p.leaves)
 	return p, nil
