@@ -129,11 +129,14 @@ func (r *Reader) appendJSON(dst []byte, i int) ([]byte, error) {
 		dst = append(dst, f.quoted...)
 		if f.direct != nil {
 			var err error
-			if dst, err = f.direct.appendJSON(dst); err != nil {
+			if dst, err = f.direct.appendJSON(dst, r.opts.maxJSON); err != nil {
 				return dst, err
 			}
 		} else {
 			dst = appendValue(dst, r.cols.fields[k], i)
+		}
+		if len(dst) > r.opts.maxJSON {
+			return dst, fmt.Errorf("the row's JSON value passes %d bytes", r.opts.maxJSON)
 		}
 	}
 	return append(dst, '}'), nil

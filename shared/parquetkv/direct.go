@@ -50,6 +50,11 @@ const (
 	dkInt96     // Spark's timestamps (int96.go)
 )
 
+// maxJSONValue bounds a row's JSON value: a page's levels and
+// dictionary indexes are run-length encoded, so a few bytes can make a
+// list of billions of elements.
+const maxJSONValue = 64 << 20
+
 // directBatch is how many levels a direct column decodes at a time: at
 // most a page's.
 const directBatch = 1024
@@ -335,8 +340,9 @@ func (c *directColumn) close() {
 }
 
 // appendJSON appends the current row's value of a flat column, or reads
-// and appends the next row of a list column.
-func (c *directColumn) appendJSON(dst []byte) ([]byte, error) {
+// and appends the next row of a list column, failing once dst passes
+// limit bytes.
+func (c *directColumn) appendJSON(dst []byte, limit int) ([]byte, error) {
 	if !c.list {
 		if c.cur < 0 {
 			return append(dst, "null"...), nil
@@ -374,6 +380,11 @@ func (c *directColumn) appendJSON(dst []byte) ([]byte, error) {
 			c.vpos++
 		} else {
 			dst = append(dst, "null"...)
+		}
+		if len(dst) > limit {
+			// A run of levels a few bytes long can repeat one
+			// dictionary value two billion times.
+			return dst, fmt.Errorf("column %s: the row's JSON value passes %d bytes", c.name, limit)
 		}
 		c.pos++
 		if c.pos == c.n {

@@ -229,3 +229,38 @@ func TestFastFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONValueBounded: a row whose JSON passes the bound fails the file
+// instead of growing without limit, through direct columns and arrow-go.
+func TestJSONValueBounded(t *testing.T) {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String)},
+	}, nil)
+	data := writeParquet(t, sc, 1, func(b *array.RecordBuilder, _ int) {
+		for i := 0; i < 3; i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i))
+			lb := b.Field(1).(*array.ListBuilder)
+			lb.Append(true)
+			for k := 0; k < 1+i*5000; k++ { // row 2: 10001 elements, over 40 KB of JSON
+				lb.ValueBuilder().(*array.StringBuilder).Append("same")
+			}
+		}
+	})
+	for _, noDirect := range []bool{false, true} {
+		r, err := NewReader(bytes.NewReader(data), int64(len(data)), "big.parquet", Format{KeyColumn: "id", Duplicates: DuplicatesError},
+			Options{maxJSON: 40 << 10, noDirect: noDirect})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for r.Next() {
+			n++
+		}
+		r.Close()
+		if n != 2 {
+			t.Errorf("noDirect %v: %d rows before the error, want 2", noDirect, n)
+		}
+		wantErr(t, r.Err(), "big.parquet", "row 2", "JSON value passes 40960 bytes")
+	}
+}

@@ -32,6 +32,9 @@ type Options struct {
 	// many headers that claim the most, which arrow-go allocates.
 	maxPage int64
 
+	// maxJSON lowers maxJSONValue, for tests.
+	maxJSON int
+
 	// noDirect reads every leaf but INT96 through arrow-go's record
 	// reader: how tests check that direct columns print the same.
 	noDirect bool
@@ -77,6 +80,9 @@ func NewReader(r io.ReaderAt, size int64, name string, f Format, opts Options) (
 	}
 	if opts.Alloc == nil {
 		opts.Alloc = &poolAlloc{}
+	}
+	if opts.maxJSON <= 0 || opts.maxJSON > maxJSONValue {
+		opts.maxJSON = maxJSONValue
 	}
 	rd = &Reader{name: name, size: size, ra: &trackedReaderAt{r: r}, opts: opts, format: f}
 	defer func() {
