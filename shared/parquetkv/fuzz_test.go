@@ -65,7 +65,7 @@ func FuzzReader(f *testing.F) {
 		for _, fm := range []Format{DefaultFormat(), {Duplicates: DuplicatesError}} {
 			// Pages of at most 1 MiB: a mutated header that claims the
 			// most a page may hold costs arrow-go an allocation of that
-			// size, and at 64 MiB the fuzzer ran a few inputs a second.
+			// size before the page fails, 64 MiB by default.
 			r, err := NewReader(bytes.NewReader(data), int64(len(data)), "fuzz.parquet", fm, Options{BatchRows: 64, maxPage: 1 << 20})
 			if err != nil {
 				if !errors.Is(err, ErrCorrupt) {
