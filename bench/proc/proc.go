@@ -142,6 +142,35 @@ func (p *Process) Memory() (Memory, error) {
 	return m, nil
 }
 
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
+// every Linux build the bench runs on.
+const clockTicks = 100
+
+// CPUSeconds reads the CPU time the process has used so far, user and
+// system, from /proc/<pid>/stat (10 ms resolution).
+func (p *Process) CPUSeconds() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("proc: %w", err)
+	}
+	// The command name, in parentheses, may hold spaces: fields count
+	// from after its closing one, starting at the state (field 3).
+	i := strings.LastIndexByte(string(b), ')')
+	fields := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(fields) < 13 {
+		return 0, fmt.Errorf("proc: %s: bad /proc/%d/stat %q", p.Name, p.Pid(), b)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("proc: %s: /proc/%d/stat: %w", p.Name, p.Pid(), err)
+		}
+		ticks += n
+	}
+	return float64(ticks) / clockTicks, nil
+}
+
 // Stop sends SIGTERM, waits up to 10s, then kills the process.
 func (p *Process) Stop() error { return p.sup.Stop(10 * time.Second) }
 

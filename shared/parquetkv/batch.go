@@ -7,34 +7,29 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-
-	"spangle/shared/wire"
 )
 
-// batchCols are the arrays of one decoded batch that a record is made of.
+// batchCols are the arrays of one batch decoded by arrow-go's record
+// reader that a record is made of.
 type batchCols struct {
-	keyPath []arrow.Array // the key's struct ancestors, then the key
-	value   arrow.Array   // nil for JSON values
-	fields  []jsonField
+	keyPath []arrow.Array // the key's struct ancestors, then the key; nil when read directly
+	value   arrow.Array   // nil for JSON values and a value read directly
+	fields  []arrow.Array // by JSON field; nil for a field read directly
 }
 
-type jsonField struct {
-	name  []byte // the JSON-quoted name and a colon
-	arr   arrow.Array
-	int96 *int96Column
-}
-
-// bind finds the plan's columns in a batch of n rows, and reads the same
-// rows of the INT96 columns.
-func (p *plan) bind(b arrow.RecordBatch, group, n int) (batchCols, error) {
+// bind finds the plan's columns in a batch.
+func (p *plan) bind(b arrow.RecordBatch) (batchCols, error) {
 	var c batchCols
-	if p.keyPath != nil {
+	if p.keyPath != nil && p.keyDirect == nil {
 		var err error
 		if c.keyPath, err = arraysAt(b, p.keyPath); err != nil {
 			return c, fmt.Errorf("key column: %w", err)
 		}
 	}
 	if p.valPath != nil {
+		if p.valDirect != nil {
+			return c, nil
+		}
 		path, err := arraysAt(b, p.valPath)
 		if err != nil {
 			return c, fmt.Errorf("value column: %w", err)
@@ -47,20 +42,16 @@ func (p *plan) bind(b arrow.RecordBatch, group, n int) (batchCols, error) {
 		c.value = path[len(path)-1]
 		return c, nil
 	}
-	for _, f := range p.fields {
-		jf := jsonField{name: append(wire.AppendJSONString(nil, f.name), ':'), int96: f.int96}
-		if f.int96 != nil {
-			if err := f.int96.read(n); err != nil {
-				return c, fmt.Errorf("column %s: %w", f.name, err)
-			}
-		} else {
-			idx := b.Schema().FieldIndices(f.name)
-			if len(idx) != 1 {
-				return c, fmt.Errorf("column %s not in the decoded batch", f.name)
-			}
-			jf.arr = b.Column(idx[0])
+	c.fields = make([]arrow.Array, len(p.fields))
+	for k, f := range p.fields {
+		if f.direct != nil {
+			continue
 		}
-		c.fields = append(c.fields, jf)
+		idx := b.Schema().FieldIndices(f.name)
+		if len(idx) != 1 {
+			return c, fmt.Errorf("column %s not in the decoded batch", f.name)
+		}
+		c.fields[k] = b.Column(idx[0])
 	}
 	return c, nil
 }
@@ -86,9 +77,9 @@ func arraysAt(b arrow.RecordBatch, path []string) ([]arrow.Array, error) {
 	return out, nil
 }
 
-// key appends row i's key to dst: the bytes of a string or binary
-// column, the decimal text of an integer one.
-func (c *batchCols) key(i int, dst []byte) ([]byte, error) {
+// key returns row i's key: the bytes of a string or binary column, the
+// decimal text of an integer one formatted into buf.
+func (c *batchCols) key(i int, buf *[]byte) ([]byte, error) {
 	for _, a := range c.keyPath {
 		if a.IsNull(i) {
 			return nil, fmt.Errorf("null key")
@@ -96,21 +87,29 @@ func (c *batchCols) key(i int, dst []byte) ([]byte, error) {
 	}
 	switch a := c.keyPath[len(c.keyPath)-1].(type) {
 	case *array.Int8:
-		return strconv.AppendInt(dst, int64(a.Value(i)), 10), nil
+		*buf = strconv.AppendInt((*buf)[:0], int64(a.Value(i)), 10)
+		return *buf, nil
 	case *array.Int16:
-		return strconv.AppendInt(dst, int64(a.Value(i)), 10), nil
+		*buf = strconv.AppendInt((*buf)[:0], int64(a.Value(i)), 10)
+		return *buf, nil
 	case *array.Int32:
-		return strconv.AppendInt(dst, int64(a.Value(i)), 10), nil
+		*buf = strconv.AppendInt((*buf)[:0], int64(a.Value(i)), 10)
+		return *buf, nil
 	case *array.Int64:
-		return strconv.AppendInt(dst, a.Value(i), 10), nil
+		*buf = strconv.AppendInt((*buf)[:0], a.Value(i), 10)
+		return *buf, nil
 	case *array.Uint8:
-		return strconv.AppendUint(dst, uint64(a.Value(i)), 10), nil
+		*buf = strconv.AppendUint((*buf)[:0], uint64(a.Value(i)), 10)
+		return *buf, nil
 	case *array.Uint16:
-		return strconv.AppendUint(dst, uint64(a.Value(i)), 10), nil
+		*buf = strconv.AppendUint((*buf)[:0], uint64(a.Value(i)), 10)
+		return *buf, nil
 	case *array.Uint32:
-		return strconv.AppendUint(dst, uint64(a.Value(i)), 10), nil
+		*buf = strconv.AppendUint((*buf)[:0], uint64(a.Value(i)), 10)
+		return *buf, nil
 	case *array.Uint64:
-		return strconv.AppendUint(dst, a.Value(i), 10), nil
+		*buf = strconv.AppendUint((*buf)[:0], a.Value(i), 10)
+		return *buf, nil
 	default:
 		if binaryType(a.DataType()) {
 			return binaryValue(a, i), nil
@@ -119,21 +118,28 @@ func (c *batchCols) key(i int, dst []byte) ([]byte, error) {
 	}
 }
 
-// appendJSON appends row i as one JSON object.
-func (c *batchCols) appendJSON(dst []byte, i int) []byte {
-	dst = append(dst, '{')
-	for k, f := range c.fields {
-		if k > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, f.name...)
-		if f.int96 != nil {
-			dst = f.int96.appendJSON(dst, i)
+// appendJSON appends the current row (row i of the decoded batch) as
+// one JSON object.
+func (r *Reader) appendJSON(dst []byte, i int) ([]byte, error) {
+	if len(r.plan.fields) == 0 {
+		return append(dst, '{', '}'), nil
+	}
+	for k := range r.plan.fields {
+		f := &r.plan.fields[k]
+		dst = append(dst, f.quoted...)
+		if f.direct != nil {
+			var err error
+			if dst, err = f.direct.appendJSON(dst, r.opts.maxJSON); err != nil {
+				return dst, err
+			}
 		} else {
-			dst = appendValue(dst, f.arr, i)
+			dst = appendValue(dst, r.cols.fields[k], i)
+		}
+		if len(dst) > r.opts.maxJSON {
+			return dst, fmt.Errorf("the row's JSON value passes %d bytes", r.opts.maxJSON)
 		}
 	}
-	return append(dst, '}')
+	return append(dst, '}'), nil
 }
 
 func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

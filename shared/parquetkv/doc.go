@@ -13,10 +13,13 @@
 // are decoded, each selected column chunk is walked page header by page
 // header (pages.go): the sizes a header claims must fit the chunk and the
 // configured page limits, and when a page carries a CRC-32 it is checked
-// over the stored page bytes. The apache/arrow-go reader then decodes the
-// row group in batches of rows (a page at a time per column), so memory is
-// bounded by a few pages per column and one batch, never by the file or a
-// column.
+// over the stored page bytes. Then the row group is decoded row by row:
+// a flat column, or the element of a plain list, whose values need no
+// conversion but a cast is read with arrow-go's typed column reader a
+// page at a time and formatted straight from the page (direct.go); every
+// other column goes through arrow-go's arrow record reader in batches of
+// rows. Memory is bounded by a few pages per column and one batch, never
+// by the file or a column.
 //
 // The decompressors arrow-go uses are replaced, process-wide and once, by
 // bounded ones (codec.go): a page may never decompress to more than its
@@ -24,8 +27,8 @@
 // place adds Parquet's deprecated LZ4 codec (Hadoop's block framing, with
 // the raw-block fallback other readers use), which arrow-go lacks.
 //
-// Spark's INT96 timestamps are read by this package's own column reader
-// (int96.go) rather than arrow-go's, whose conversion rejects instants
+// Spark's INT96 timestamps are always read directly (int96.go), never
+// converted by arrow-go, whose conversion rejects instants
 // outside the nanosecond range that Spark writes routinely (year 1 or 9999).
 //
 // # Errors

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
 // FuzzParseFormat: any marker either parses to a Format that passes its
@@ -61,7 +63,10 @@ func FuzzReader(f *testing.F) {
 	f.Add(kvFile(f, 50))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, fm := range []Format{DefaultFormat(), {Duplicates: DuplicatesError}} {
-			r, err := NewReader(bytes.NewReader(data), int64(len(data)), "fuzz.parquet", fm, Options{BatchRows: 64})
+			// Pages of at most 1 MiB: a mutated header that claims the
+			// most a page may hold costs arrow-go an allocation of that
+			// size before the page fails, 64 MiB by default.
+			r, err := NewReader(bytes.NewReader(data), int64(len(data)), "fuzz.parquet", fm, Options{BatchRows: 64, maxPage: 1 << 20})
 			if err != nil {
 				if !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("open: %v is not ErrCorrupt", err)
@@ -91,8 +96,9 @@ func FuzzScanChunk(f *testing.F) {
 		f.Add(data[4:min(len(data), 4+512)], int64(0))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, values int64) {
-		s := newPageScanner(boundedReaderAt{bytes.NewReader(data), int64(len(data))})
-		err := s.scanChunk(0, int64(len(data)), values)
+		s := newPageScanner(boundedReaderAt{bytes.NewReader(data), int64(len(data))}, 0)
+		codecs := []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy, compress.Codecs.Gzip, compress.Codecs.Zstd}
+		err := s.scanChunk(0, int64(len(data)), values, codecs[uint64(values)%uint64(len(codecs))])
 		var ce *chunkError
 		if err != nil && !errors.As(err, &ce) {
 			t.Fatalf("error %v (%T) is not a chunkError", err, err)

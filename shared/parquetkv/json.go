@@ -65,8 +65,7 @@ func appendValue(dst []byte, a arrow.Array, i int) []byte {
 	case *array.Date64:
 		return appendTime(dst, time.UnixMilli(int64(a.Value(i))), time.DateOnly)
 	case *array.Timestamp:
-		unit := a.DataType().(*arrow.TimestampType).Unit
-		return appendTime(dst, a.Value(i).ToTime(unit), time.RFC3339Nano)
+		return appendTimestamp(dst, int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 	case *array.Time32:
 		unit := a.DataType().(*arrow.Time32Type).Unit
 		return appendTime(dst, a.Value(i).ToTime(unit), "15:04:05.999999999")
@@ -142,7 +141,59 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 	case math.IsInf(f, -1):
 		return append(dst, `"-Infinity"`...)
 	}
+	if bits == 64 {
+		if b, ok := appendShortDecimal(dst, f); ok {
+			return b
+		}
+	}
 	return strconv.AppendFloat(dst, f, 'g', -1, bits)
+}
+
+// shortScale is 10^shortDecimals: appendShortDecimal prints floats with
+// at most that many decimals.
+const (
+	shortDecimals = 4
+	shortScale    = 1e4
+)
+
+// appendShortDecimal prints f as strconv's shortest 'g' form does, when
+// f is a decimal of at most shortDecimals decimals in [1e-4, 1e6): prices,
+// rates and counts held in doubles. It reports false for any other f.
+//
+// Why it gives strconv's digits: n/10^4 rounds to f (IEEE division of
+// exact operands is correctly rounded), so it is a decimal that reads
+// back as f, of at most 10 significant digits; at most one decimal of 15
+// or fewer significant digits reads back as a given double, so it is the
+// shortest one, which is what strconv prints. In [1e-4, 1e6) 'g' prints
+// it without an exponent.
+func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
+	a := math.Abs(f)
+	if !(a >= 1e-4 && a < 1e6) {
+		return dst, false
+	}
+	n := uint64(a*shortScale + 0.5) // a*shortScale < 1e10: exact to well under 0.5
+	if float64(n)/shortScale != a {
+		return dst, false
+	}
+	if f < 0 {
+		dst = append(dst, '-')
+	}
+	dst = strconv.AppendUint(dst, n/uint64(shortScale), 10)
+	frac := n % uint64(shortScale)
+	if frac == 0 {
+		return dst, true
+	}
+	var d [shortDecimals]byte
+	for i := shortDecimals - 1; i >= 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	end := shortDecimals
+	for d[end-1] == '0' {
+		end--
+	}
+	dst = append(dst, '.')
+	return append(dst, d[:end]...), true
 }
 
 func appendTime(dst []byte, t time.Time, layout string) []byte {
@@ -155,4 +206,90 @@ func appendBase64(dst, b []byte) []byte {
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, b)
 	return append(dst, '"')
+}
+
+// appendTimestamp appends v of unit as appendTime prints it in RFC 3339
+// with nanoseconds, without going through time.Time for the years 1 to
+// 9999 (a feature table's timestamps are a column of them).
+func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
+	var perSec int64
+	switch unit {
+	case arrow.Second:
+		perSec = 1
+	case arrow.Millisecond:
+		perSec = 1e3
+	case arrow.Microsecond:
+		perSec = 1e6
+	case arrow.Nanosecond:
+		perSec = 1e9
+	default:
+		return appendTime(dst, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
+	}
+	secs, sub := v/perSec, v%perSec
+	if sub < 0 {
+		secs, sub = secs-1, sub+perSec
+	}
+	nanos := sub * (1e9 / perSec)
+	days, sod := secs/86400, secs%86400
+	if sod < 0 {
+		days, sod = days-1, sod+86400
+	}
+	// Days from 1970-01-01 of 0001-01-01 and of 10000-01-01.
+	if days < -719162 || days >= 2932897 {
+		return appendTime(dst, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
+	}
+	y, m, d := civil(days)
+	dst = append(dst, '"')
+	dst = append4(dst, y)
+	dst = append(dst, '-')
+	dst = append2(dst, m)
+	dst = append(dst, '-')
+	dst = append2(dst, d)
+	dst = append(dst, 'T')
+	dst = append2(dst, int(sod/3600))
+	dst = append(dst, ':')
+	dst = append2(dst, int(sod/60%60))
+	dst = append(dst, ':')
+	dst = append2(dst, int(sod%60))
+	if nanos != 0 {
+		var f [9]byte
+		for i := 8; i >= 0; i-- {
+			f[i] = byte('0' + nanos%10)
+			nanos /= 10
+		}
+		end := 9
+		for f[end-1] == '0' {
+			end--
+		}
+		dst = append(dst, '.')
+		dst = append(dst, f[:end]...)
+	}
+	return append(dst, 'Z', '"')
+}
+
+// civil returns the proleptic Gregorian date of a day number counted
+// from 1970-01-01 (days >= -719162, year 1 on).
+func civil(days int64) (year, month, day int) {
+	z := days + 719468 // from 0000-03-01
+	era := z / 146097  // z >= 0 in the range served
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day = int(doy - (153*mp+2)/5 + 1)
+	month = int(mp + 3)
+	if month > 12 {
+		month -= 12
+	}
+	year = int(yoe + era*400)
+	if month <= 2 {
+		year++
+	}
+	return year, month, day
+}
+
+func append2(dst []byte, v int) []byte { return append(dst, byte('0'+v/10), byte('0'+v%10)) }
+
+func append4(dst []byte, v int) []byte {
+	return append(dst, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
 }

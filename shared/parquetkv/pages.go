@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
 // maxPageSize bounds what one page may claim, compressed or not. Spark
@@ -22,17 +24,48 @@ const maxThriftDepth = 8
 // needs) and checks sizes and CRCs before arrow-go decodes the chunk.
 // Not safe for concurrent use; one per Reader.
 type pageScanner struct {
-	r    io.ReaderAt
-	br   *bufio.Reader
-	buf  []byte
-	pos  int64 // absolute offset of the next byte br gives
-	hdrN int64 // bytes consumed by the header being parsed
-	end  int64 // end of the chunk
+	r   io.ReaderAt
+	max int64 // what a page may claim; maxPageSize unless a test lowers it
+	// ratio bounds a page's uncompressed size by its stored size under
+	// the chunk's codec (0: no bound), set per chunk.
+	ratio int64
+	br    *bufio.Reader
+	buf   []byte
+	pos   int64 // absolute offset of the next byte br gives
+	hdrN  int64 // bytes consumed by the header being parsed
+	end   int64 // end of the chunk
 }
 
-func newPageScanner(r io.ReaderAt) *pageScanner {
-	return &pageScanner{r: r, br: bufio.NewReaderSize(nil, 4096), buf: make([]byte, 64<<10)}
+func newPageScanner(r io.ReaderAt, max int64) *pageScanner {
+	if max <= 0 || max > maxPageSize {
+		max = maxPageSize
+	}
+	return &pageScanner{r: r, max: max, br: bufio.NewReaderSize(nil, 4096), buf: make([]byte, 64<<10)}
 }
+
+// expansion is the most a codec can expand its input by, so that a page
+// header claiming more is refused before arrow-go allocates the claimed
+// size: a Snappy copy element of 3 bytes gives at most 64, a deflate
+// stream expands at most 1032 times, an LZ4 length byte of 255 adds 255.
+// zstd and Brotli can legitimately expand by far more (a run of one
+// value); their pages are bounded only by maxPageSize, and their
+// decoders never write past the claimed size (codec.go).
+func expansion(c compress.Compression) int64 {
+	switch c {
+	case compress.Codecs.Uncompressed:
+		return 1
+	case compress.Codecs.Snappy:
+		return 22
+	case compress.Codecs.Gzip:
+		return 1032
+	case compress.Codecs.Lz4, compress.Codecs.Lz4Raw:
+		return 256
+	}
+	return 0
+}
+
+// expansionSlack covers a codec's fixed overhead on a tiny page.
+const expansionSlack = 64
 
 // pageHeader holds the fields of a Thrift PageHeader that the scan uses.
 type pageHeader struct {
@@ -50,8 +83,9 @@ type pageHeader struct {
 // values is the chunk's value count: the scan stops once the data pages
 // hold that many, as decoders do, so that the padding old parquet-mr
 // files need (see Reader) is not read as a page.
-func (s *pageScanner) scanChunk(start, length, values int64) error {
+func (s *pageScanner) scanChunk(start, length, values int64, codec compress.Compression) error {
 	s.end = start + length
+	s.ratio = expansion(codec)
 	off := start
 	var seen int64
 	for page := 0; off < s.end && (values <= 0 || seen < values); page++ {
@@ -71,8 +105,10 @@ func (s *pageScanner) scanChunk(start, length, values int64) error {
 		switch {
 		case h.stored < 0 || h.uncompressed < 0:
 			return &chunkError{off, page, fmt.Sprintf("negative page size (stored %d, uncompressed %d)", h.stored, h.uncompressed)}
-		case h.stored > maxPageSize || h.uncompressed > maxPageSize:
-			return &chunkError{off, page, fmt.Sprintf("page claims %d bytes stored, %d uncompressed: more than the %d a page may hold", h.stored, h.uncompressed, maxPageSize)}
+		case int64(h.stored) > s.max || int64(h.uncompressed) > s.max:
+			return &chunkError{off, page, fmt.Sprintf("page claims %d bytes stored, %d uncompressed: more than the %d a page may hold", h.stored, h.uncompressed, s.max)}
+		case s.ratio > 0 && int64(h.uncompressed) > s.ratio*int64(h.stored)+expansionSlack:
+			return &chunkError{off, page, fmt.Sprintf("page claims %d bytes uncompressed from %d stored: more than %s expands to", h.uncompressed, h.stored, codec)}
 		}
 		body := off + s.hdrN
 		if int64(h.stored) > s.end-body {
@@ -125,7 +161,7 @@ func (s *pageScanner) byte() (byte, error) {
 	b, err := s.br.ReadByte()
 	if err == nil {
 		s.hdrN++
-		if s.hdrN > maxPageSize {
+		if s.hdrN > s.max {
 			return 0, &chunkError{reason: "page header larger than a page may be"}
 		}
 	}
@@ -356,7 +392,7 @@ func (s *pageScanner) skipElem(typ byte, depth int) error {
 }
 
 func (s *pageScanner) discard(n uint64) error {
-	if n > maxPageSize {
+	if n > uint64(s.max) {
 		return &chunkError{reason: "page header: field longer than a page may be"}
 	}
 	for n > 0 {

@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"spangle/shared/wire"
 )
 
 // Options tunes a Reader. Zero values select the defaults noted.
@@ -25,6 +27,17 @@ type Options struct {
 	// Alloc allocates arrow-go's buffers; default a pool of the
 	// buffers of released batches (poolAlloc).
 	Alloc memory.Allocator
+
+	// maxPage lowers maxPageSize, what a page may claim: fuzzing reads
+	// many headers that claim the most, which arrow-go allocates.
+	maxPage int64
+
+	// maxJSON lowers maxJSONValue, for tests.
+	maxJSON int
+
+	// noDirect reads every leaf but INT96 through arrow-go's record
+	// reader: how tests check that direct columns print the same.
+	noDirect bool
 }
 
 // Reader streams the key/value records of one Parquet file. Not safe for
@@ -40,17 +53,20 @@ type Reader struct {
 	plan   plan
 	scan   *pageScanner
 
-	rg    int // next row group
-	rr    pqarrow.RecordReader
-	bare  int64 // rows left of a group read without arrow-go (INT96 only)
-	batch arrow.RecordBatch
-	cols  batchCols
-	row   int
-	rows  int
+	rg       int   // next row group
+	inGroup  bool  // a group is open (rg-1)
+	left     int64 // rows of the open group not yet given
+	groupRow int64 // the next row's number in its group
+	rr       pqarrow.RecordReader
+	batch    arrow.RecordBatch
+	cols     batchCols
+	row      int // the next row's index in batch
+	rows     int // batch's rows
 
-	key, val []byte
-	n        int64 // records given
-	err      error
+	key, val       []byte
+	keyBuf, valBuf []byte // what key and val are formatted into
+	n              int64  // records given
+	err            error
 }
 
 // NewReader opens the Parquet file r of size bytes, named name in errors,
@@ -64,6 +80,9 @@ func NewReader(r io.ReaderAt, size int64, name string, f Format, opts Options) (
 	}
 	if opts.Alloc == nil {
 		opts.Alloc = &poolAlloc{}
+	}
+	if opts.maxJSON <= 0 || opts.maxJSON > maxJSONValue {
+		opts.maxJSON = maxJSONValue
 	}
 	rd = &Reader{name: name, size: size, ra: &trackedReaderAt{r: r}, opts: opts, format: f}
 	defer func() {
@@ -79,8 +98,9 @@ func NewReader(r io.ReaderAt, size int64, name string, f Format, opts Options) (
 	props := parquet.NewReaderProperties(opts.Alloc)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 64 << 10
-	props.MaxCompressedPageSize = maxPageSize
-	props.MaxUncompressedPageSize = maxPageSize
+	rd.scan = newPageScanner(rd.ra, opts.maxPage)
+	props.MaxCompressedPageSize = rd.scan.max
+	props.MaxUncompressedPageSize = rd.scan.max
 	pf, err := file.NewParquetReader(io.NewSectionReader(rd.ra, 0, size), file.WithReadProps(props))
 	if err != nil {
 		return nil, rd.fail(err, "footer")
@@ -94,10 +114,9 @@ func NewReader(r io.ReaderAt, size int64, name string, f Format, opts Options) (
 		return nil, rd.fail(err, "schema")
 	}
 	rd.fr = fr
-	if rd.plan, err = newPlan(pf, fr, f); err != nil {
+	if rd.plan, err = newPlan(pf, fr, f, !opts.noDirect); err != nil {
 		return nil, rd.fail(err, "schema")
 	}
-	rd.scan = newPageScanner(rd.ra)
 	return rd, nil
 }
 
@@ -162,33 +181,72 @@ func (r *Reader) Next() (ok bool) {
 			ok = false
 		}
 	}()
-	for r.row >= r.rows {
-		if !r.nextBatch() {
+	for r.left == 0 {
+		if r.inGroup {
+			if err := r.endGroup(); err != nil {
+				r.err = err
+				return false
+			}
+		}
+		if r.rg >= r.pf.NumRowGroups() {
 			return false
 		}
+		if err := r.openGroup(r.rg); err != nil {
+			r.err = err
+			return false
+		}
+		r.rg++
+	}
+	g, row := r.rg-1, r.groupRow
+	if r.rr != nil && r.row >= r.rows && !r.nextBatch() {
+		return false
 	}
 	i := r.row
 	r.row++
-	var key []byte
-	var err error
-	if r.plan.keyPath == nil {
-		key = strconv.AppendInt(r.key[:0], r.n, 10)
-	} else {
-		key, err = r.cols.key(i, r.key[:0])
-	}
-	if err != nil {
-		r.err = r.fail(nil, "row group %d row %d: %v", r.rg-1, i, err)
+	r.left--
+	r.groupRow++
+	fail := func(err error) bool {
+		r.err = r.fail(nil, "row group %d row %d: %v", g, row, err)
 		return false
 	}
+	for _, d := range r.plan.flat {
+		if err := d.advance(); err != nil {
+			return fail(err)
+		}
+	}
+	var key []byte
+	var err error
+	switch {
+	case r.plan.keyPath == nil:
+		r.keyBuf = strconv.AppendInt(r.keyBuf[:0], r.n, 10)
+		key = r.keyBuf
+	case r.plan.keyDirect != nil:
+		key, err = r.plan.keyDirect.key(&r.keyBuf)
+	default:
+		key, err = r.cols.key(i, &r.keyBuf)
+	}
+	if err != nil {
+		return fail(err)
+	}
 	r.key = key
-	if r.cols.value != nil {
+	switch {
+	case r.plan.valDirect != nil:
+		v, ok := r.plan.valDirect.bytes()
+		if !ok {
+			return fail(fmt.Errorf("value column %s is null", r.format.ValueColumn))
+		}
+		r.val = v
+	case r.cols.value != nil:
 		if r.cols.value.IsNull(i) {
-			r.err = r.fail(nil, "row group %d row %d: value column %s is null", r.rg-1, i, r.format.ValueColumn)
-			return false
+			return fail(fmt.Errorf("value column %s is null", r.format.ValueColumn))
 		}
 		r.val = binaryValue(r.cols.value, i)
-	} else {
-		r.val = r.cols.appendJSON(r.val[:0], i)
+	default:
+		r.valBuf, err = r.appendJSON(r.valBuf[:0], i)
+		if err != nil {
+			return fail(err)
+		}
+		r.val = r.valBuf
 	}
 	r.n++
 	return true
@@ -209,6 +267,9 @@ func (r *Reader) Rows() int64 { return r.pf.NumRows() }
 // Close releases the reader's buffers. It does not close the ReaderAt.
 func (r *Reader) Close() error {
 	r.releaseBatch()
+	for _, d := range r.plan.direct {
+		d.close()
+	}
 	if r.rr != nil {
 		r.rr.Release()
 		r.rr = nil
@@ -224,65 +285,61 @@ func (r *Reader) releaseBatch() {
 	r.rows, r.row = 0, 0
 }
 
-// nextBatch decodes the next batch of rows, moving to the next row group
-// when one is done.
+// nextBatch decodes the next batch of rows of arrow-go's record reader,
+// which must have one: the open group has rows left.
 func (r *Reader) nextBatch() bool {
 	r.releaseBatch()
-	for {
-		if r.bare > 0 {
-			n := int(min(r.bare, int64(r.opts.BatchRows)))
-			r.bare -= int64(n)
-			cols, err := r.plan.bind(nil, r.rg-1, n)
-			if err != nil {
-				r.err = r.fail(err, "row group %d", r.rg-1)
-				return false
-			}
-			r.cols = cols
-			r.rows, r.row = n, 0
-			if r.bare == 0 {
-				if err := r.plan.finishGroup(); err != nil {
-					r.err = r.fail(err, "row group %d", r.rg-1)
-					return false
-				}
-			}
-			return true
+	for r.rr.Next() {
+		b := r.rr.RecordBatch()
+		n := int(b.NumRows())
+		if n == 0 {
+			continue
 		}
-		if r.rr != nil && r.rr.Next() {
-			b := r.rr.RecordBatch()
-			b.Retain()
-			r.batch = b
-			n := int(b.NumRows())
-			cols, err := r.plan.bind(b, r.rg-1, n)
-			if err != nil {
-				r.err = r.fail(err, "row group %d", r.rg-1)
-				return false
-			}
-			r.cols = cols
-			r.rows, r.row = n, 0
-			return true
-		}
-		if r.rr != nil {
-			err := r.rr.Err()
-			r.rr.Release()
-			r.rr = nil
-			if err != nil && err != io.EOF {
-				r.err = r.fail(err, "row group %d", r.rg-1)
-				return false
-			}
-			if err := r.plan.finishGroup(); err != nil {
-				r.err = r.fail(err, "row group %d", r.rg-1)
-				return false
-			}
-		}
-		if r.rg >= r.pf.NumRowGroups() {
+		b.Retain()
+		r.batch = b
+		cols, err := r.plan.bind(b)
+		if err != nil {
+			r.err = r.fail(err, "row group %d", r.rg-1)
 			return false
 		}
-		if err := r.openGroup(r.rg); err != nil {
-			r.err = err
-			return false
-		}
-		r.rg++
+		r.cols = cols
+		r.rows, r.row = n, 0
+		return true
 	}
+	if err := r.rr.Err(); err != nil && err != io.EOF {
+		r.err = r.fail(err, "row group %d", r.rg-1)
+		return false
+	}
+	r.err = r.fail(nil, "row group %d: its columns end after %d of its %d rows", r.rg-1, r.groupRow, r.groupRow+r.left)
+	return false
+}
+
+// endGroup checks that every column of the open group ended with it.
+func (r *Reader) endGroup() error {
+	g := r.rg - 1
+	r.inGroup = false
+	if r.rr != nil {
+		more := r.row < r.rows
+		r.releaseBatch()
+		for !more && r.rr.Next() {
+			more = r.rr.RecordBatch().NumRows() > 0
+		}
+		err := r.rr.Err()
+		r.rr.Release()
+		r.rr = nil
+		if err != nil && err != io.EOF {
+			return r.fail(err, "row group %d", g)
+		}
+		if more {
+			return r.fail(nil, "row group %d: its columns hold more than its %d rows", g, r.groupRow)
+		}
+	}
+	for _, d := range r.plan.direct {
+		if err := d.finish(); err != nil {
+			return r.fail(err, "row group %d", g)
+		}
+	}
+	return nil
 }
 
 // openGroup checks the pages of the group's selected chunks, then starts
@@ -300,45 +357,55 @@ func (r *Reader) openGroup(g int) error {
 		if old {
 			length = min(length+oldDictPadding, r.size-start)
 		}
-		if err := r.scan.scanChunk(start, length, cc.NumValues()); err != nil {
+		if err := r.scan.scanChunk(start, length, cc.NumValues(), cc.Compression()); err != nil {
 			return r.fail(err, "row group %d column %s", g, md.Schema.Column(c).Path())
 		}
 	}
-	if rgm.NumRows() == 0 {
+	r.inGroup = true
+	r.left, r.groupRow = rgm.NumRows(), 0
+	if r.left == 0 {
 		return nil
 	}
-	if len(r.plan.leaves) == 0 {
-		r.bare = rgm.NumRows()
-	} else {
+	if len(r.plan.leaves) > 0 {
 		rr, err := r.fr.GetRecordReader(context.Background(), r.plan.leaves, []int{g})
 		if err != nil {
 			return r.fail(err, "row group %d", g)
 		}
 		r.rr = rr
 	}
-	if err := r.plan.openGroup(r.pf.RowGroup(g)); err != nil {
-		return r.fail(err, "row group %d", g)
+	rg := r.pf.RowGroup(g)
+	for _, d := range r.plan.direct {
+		if err := d.open(rg); err != nil {
+			return r.fail(err, "row group %d column %s", g, d.name)
+		}
 	}
 	return nil
 }
 
-// plan is what NewReader resolved from the schema: which leaves to read
-// and where the key, the value and the JSON fields are in a batch.
+// plan is what NewReader resolved from the schema: which leaves to read,
+// how, and where the key, the value and the JSON fields are.
 type plan struct {
-	leaves  []int    // leaf columns arrow-go decodes
-	keyPath []string // dotted key path
-	valPath []string // dotted value path; nil for JSON
-	fields  []field  // JSON fields in file order
-	int96   []*int96Column
+	leaves    []int           // leaf columns arrow-go's record reader decodes
+	direct    []*directColumn // leaf columns read directly (direct.go), each once
+	flat      []*directColumn // those of direct that are not lists: advanced every row
+	keyPath   []string        // dotted key path
+	keyDirect *directColumn   // the key column, when read directly
+	valPath   []string        // dotted value path; nil for JSON
+	valDirect *directColumn   // the value column, when read directly
+	fields    []field         // JSON fields in file order
 }
 
 // field is one top-level column of a JSON value.
 type field struct {
-	name  string
-	int96 *int96Column // nil: the batch's column of that name
+	name   string
+	quoted []byte // '{' (the first) or ',', the JSON-quoted name, ':'
+
+	direct *directColumn // nil: the batch's column of that name
 }
 
-func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format) (plan, error) {
+// newPlan resolves f against the file's schema; direct says whether
+// leaves that can be read directly are (INT96 ones always are).
+func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format, direct bool) (plan, error) {
 	sc := pf.MetaData().Schema
 	asc, err := fr.Schema()
 	if err != nil {
@@ -356,6 +423,32 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format) (plan, error) {
 		}
 		return fmt.Errorf("%s", msg)
 	}
+	// byLeaf finds or makes the direct column of leaf i, whose top-level
+	// field has the arrow type t; nil when it is read by arrow-go.
+	byLeaf := func(i int, t arrow.DataType) *directColumn {
+		for _, d := range p.direct {
+			if d.leaf == i {
+				return d
+			}
+		}
+		if t == nil || (!direct && sc.Column(i).PhysicalType() != parquet.Types.Int96) {
+			return nil
+		}
+		d := newDirect(sc, i, t)
+		if d != nil {
+			p.direct = append(p.direct, d)
+			if !d.list {
+				p.flat = append(p.flat, d)
+			}
+		}
+		return d
+	}
+	topType := func(name string) arrow.DataType {
+		if idx := asc.FieldIndices(name); len(idx) == 1 {
+			return asc.Field(idx[0]).Type
+		}
+		return nil
+	}
 	// A zero KeyColumn (which ParseFormat refuses) keys rows by their
 	// ordinal: how tests read the files that have no key column.
 	if f.KeyColumn != "" {
@@ -371,7 +464,16 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format) (plan, error) {
 		if !keyType(kt) || sc.Column(keyLeaf).PhysicalType() == parquet.Types.Int96 {
 			return plan{}, fmt.Errorf("key column %s is %s: a key must be a string, binary or integer column", f.KeyColumn, kt)
 		}
-		p.leaves = append(p.leaves, keyLeaf)
+		if len(p.keyPath) == 1 && direct {
+			if d := newDirect(sc, keyLeaf, kt); d != nil && !d.list && keyKind(d.kind) {
+				p.direct = append(p.direct, d)
+				p.flat = append(p.flat, d)
+				p.keyDirect = d
+			}
+		}
+		if p.keyDirect == nil {
+			p.leaves = append(p.leaves, keyLeaf)
+		}
 	}
 	if !f.JSON() {
 		p.valPath = strings.Split(f.ValueColumn, ".")
@@ -386,7 +488,12 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format) (plan, error) {
 		if !binaryType(vt) {
 			return plan{}, fmt.Errorf("value column %s is %s: a value column must be binary or string (leave value_column out to serve the row as JSON)", f.ValueColumn, vt)
 		}
-		if !slices.Contains(p.leaves, valLeaf) {
+		if len(p.valPath) == 1 {
+			if d := byLeaf(valLeaf, vt); d != nil && (d.kind == dkString || d.kind == dkBinary) {
+				p.valDirect = d
+			}
+		}
+		if p.valDirect == nil && !slices.Contains(p.leaves, valLeaf) {
 			p.leaves = append(p.leaves, valLeaf)
 		}
 		return p, nil
@@ -411,13 +518,11 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format) (plan, error) {
 		if !chosen[path[0]] {
 			continue
 		}
-		if col.PhysicalType() == parquet.Types.Int96 {
-			if len(path) != 1 {
-				return plan{}, fmt.Errorf("column %s: INT96 inside a nested column is not supported", col.Path())
-			}
-			c := &int96Column{leaf: i, maxDef: col.MaxDefinitionLevel()}
-			p.int96 = append(p.int96, c)
-			p.fields = append(p.fields, field{name: path[0], int96: c})
+		if col.PhysicalType() == parquet.Types.Int96 && len(path) != 1 {
+			return plan{}, fmt.Errorf("column %s: INT96 inside a nested column is not supported", col.Path())
+		}
+		if d := byLeaf(i, topType(path[0])); d != nil {
+			p.fields = append(p.fields, field{name: path[0], direct: d})
 			continue
 		}
 		if !slices.Contains(p.leaves, i) {
@@ -427,6 +532,13 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format) (plan, error) {
 			p.fields = append(p.fields, field{name: path[0]})
 		}
 	}
+	for k := range p.fields {
+		lead := byte(',')
+		if k == 0 {
+			lead = '{'
+		}
+		p.fields[k].quoted = append(wire.AppendJSONString([]byte{lead}, p.fields[k].name), ':')
+	}
 	slices.Sort(p.leaves)
 	return p, nil
 }
@@ -434,28 +546,10 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format) (plan, error) {
 // allLeaves lists every leaf the plan reads, for the page scan.
 func (p *plan) allLeaves() []int {
 	out := slices.Clone(p.leaves)
-	for _, c := range p.int96 {
-		out = append(out, c.leaf)
+	for _, d := range p.direct {
+		out = append(out, d.leaf)
 	}
 	return out
-}
-
-func (p *plan) openGroup(rg *file.RowGroupReader) error {
-	for _, c := range p.int96 {
-		if err := c.open(rg); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *plan) finishGroup() error {
-	for _, c := range p.int96 {
-		if err := c.finish(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // findLeaf returns the index of the leaf column at path, which must not
