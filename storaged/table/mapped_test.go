@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 
 	"spangle/storaged/blockcache"
@@ -19,7 +20,7 @@ func TestMappedMatchesCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mapped.Close()
-	if m := mapped.tables[0].mapped; m == nil {
+	if m := mapped.tables[0].mapped; m == nil && runtime.GOOS == "linux" {
 		t.Fatal("partition without a block cache not mapped")
 	}
 	cached, err := OpenPartition(dir, CacheOptions{Blocks: blockcache.New(1 << 20)})
@@ -78,7 +79,10 @@ func TestMappedLookupAfterClose(t *testing.T) {
 	}
 	tables := p.tables
 	p.Close()
-	if _, _, _, err := tables[0].get(nil, []byte("key-000001")); !errors.Is(err, errClosed) {
+	// Elsewhere than on Linux tables are not mapped: the closed file
+	// answers an error of its own.
+	_, _, _, err = tables[0].get(nil, []byte("key-000001"))
+	if err == nil || runtime.GOOS == "linux" && !errors.Is(err, errClosed) {
 		t.Fatalf("lookup after close: %v, want errClosed", err)
 	}
 }
