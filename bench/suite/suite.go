@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 		fmt.Sprintf("dataset: %d keys, 100-byte values, 8 %s SequenceFiles (the project's writer), pre-sharded in key order as a Hadoop job writes them", o.Keys, comp),
 		fmt.Sprintf("load generator: spangle's own HTTP/1.1 keep-alive client, %d connections, random keys, in this process; servers are separate processes on the same CPUs", o.Conns),
 		fmt.Sprintf("closed loop: %d rounds of %v per contender, alternated, medians; open loop: at half of spangle's median maximum, the peer at the same rate, latency from when each request was due", o.Rounds, o.Round),
-		"storaged and routerd with their defaults (fsync on, after a version is active; one 128 MiB block cache per storaged; routerd cache 64 MiB unless off)",
+		"storaged and routerd with their defaults (fsync on, after a version is active; no block cache: tables read in place through the page cache; routerd cache 64 MiB unless off)",
 	}
 	start := time.Now()
 

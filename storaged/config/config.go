@@ -28,11 +28,18 @@ const (
 	DefaultSettleTime     = 5 * time.Second
 	DefaultTimeToConverge = 10 * time.Second
 	DefaultClusterName    = "spangle"
-	DefaultBlockCacheSize = 128 << 20
+	// DefaultBlockCacheSize is none: lookups read their blocks in place
+	// from the mapped table files, through the page cache, whose pages
+	// the kernel can take back (bench/README.md "Memory and the garbage
+	// collector" has the measurements).
+	DefaultBlockCacheSize = 0
 	DefaultBlockSize      = 4 << 10 // lookups missing the block cache read less
 	DefaultBloomBits      = 10
-	DefaultSpillSize      = 16 << 20
-	DefaultGCHeadroom     = 32 << 20
+	// DefaultSpillSize and DefaultGCHeadroom keep a 1M-key load of files
+	// not in key order under 64 MB of RSS (issue 31): the buffer is live
+	// and the headroom is what the heap may grow past it.
+	DefaultSpillSize  = 8 << 20
+	DefaultGCHeadroom = 8 << 20
 	// DefaultScrubRate (MB/s) reads a reused local store back in minutes
 	// per 10 GB while leaving most of a disk to lookups and loads.
 	DefaultScrubRate = 50

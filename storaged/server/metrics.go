@@ -16,6 +16,7 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	byCode   map[int]prometheus.Counter
+	ok       prometheus.Counter // byCode[200], nearly every request's
 	latency  prometheus.Histogram
 }
 
@@ -44,11 +45,15 @@ func newMetrics(reg prometheus.Registerer, inflight *atomic.Int64) (*metrics, er
 	for _, code := range knownCodes {
 		m.byCode[code] = m.requests.WithLabelValues(strconv.Itoa(code))
 	}
+	m.ok = m.byCode[200]
 	return m, nil
 }
 
 func (m *metrics) observe(code int, took time.Duration) {
-	c, ok := m.byCode[code]
+	c, ok := m.ok, code == 200
+	if !ok {
+		c, ok = m.byCode[code]
+	}
 	if !ok {
 		c = m.requests.WithLabelValues(strconv.Itoa(code))
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,7 +174,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.observe(start, httpError(w, r, http.StatusMethodNotAllowed, "method not allowed"))
 		return
 	}
-	path := r.URL.EscapedPath()
+	// The special paths are their own escaped form: a URL that keeps a
+	// RawPath is none of them.
+	path := r.URL.Path
+	if r.URL.RawPath != "" {
+		path = r.URL.EscapedPath()
+	}
 	switch path {
 	case "/":
 		s.observe(start, s.serveStatus(w, r, ""))
@@ -187,7 +194,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	t, err := wire.ParsePath(path)
+	t, err := target(r.URL)
 	switch {
 	case err != nil:
 		code, msg := wire.StatusOf(err)
@@ -197,6 +204,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.observe(start, s.serveKey(w, r, t.DB, t.Key))
 	}
+}
+
+// target is wire.ParsePath of u's escaped path, without escaping Path
+// only to unescape it again where that changes nothing: a URL that keeps
+// no RawPath was sent as Path escaped, so the first "/" after the db is
+// Path's first one, and Path is the unescaped path. Any other path, and
+// any path ParsePath refuses, goes through ParsePath.
+func target(u *url.URL) (wire.Target, error) {
+	if u.RawPath == "" && len(u.Path) > 1 && u.Path[0] == '/' {
+		db, key, hasKey := strings.Cut(u.Path[1:], "/")
+		if topo.ValidName(db) {
+			switch {
+			case !hasKey:
+				return wire.Target{DB: db}, nil
+			case key != "" && len(key) <= wire.MaxKeyLen:
+				return wire.Target{DB: db, Key: []byte(key), KeyString: key, HasKey: true}, nil
+			}
+		}
+	}
+	return wire.ParsePath(u.EscapedPath())
 }
 
 func (s *Server) observe(start time.Time, code int) {

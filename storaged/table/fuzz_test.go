@@ -82,8 +82,17 @@ func FuzzOpenPartition(f *testing.F) {
 			return
 		}
 		defer p.Close()
-		for _, k := range []string{"key-000000", "key-000150", "key-000199", "key-0001", "zzz"} {
+		keys := []string{"key-000000", "key-000150", "key-000199", "key-0001", "zzz"}
+		for _, k := range keys {
 			p.Get(nil, []byte(k))
+		}
+		// The same table without a cache, its blocks read in place from
+		// the mapped file.
+		if m, err := OpenPartition(tdir, CacheOptions{}); err == nil {
+			for _, k := range keys {
+				m.Get(nil, []byte(k))
+			}
+			m.Close()
 		}
 		// The intact table, read through the same cache, still answers
 		// every key right.

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"runtime/debug"
 	"sort"
+	"sync/atomic"
 
 	"github.com/golang/snappy"
 	"github.com/syndtr/goleveldb/leveldb/filter"
@@ -80,6 +82,23 @@ type sstable struct {
 	seps    []byte
 	sepEnd  []uint32
 	handles []blockHandle
+	// sepCommon is what every separator starts with, and sepPrefix[i]
+	// the KeyPrefix of separator i after it: the index search compares
+	// numbers in one array, and whole separators only where those tie.
+	sepCommon []byte
+	sepPrefix []uint64
+
+	// mapped is the file mapped read-only when the table reads its data
+	// blocks where the page cache holds them (no block cache; see
+	// mapData); nil reads them with ReadAt.
+	mapped []byte
+	// users counts the lookups in mapped, plus one for the table itself
+	// that close drops: whoever drops the count to zero unmaps it, so a
+	// lookup running late past close never reads unmapped memory.
+	users atomic.Int64
+	// checked[i] is set once data block i's checksum has been checked in
+	// the mapping.
+	checked []atomic.Bool
 
 	// filter is the filter block's data; nil when the table has no bloom
 	// filter this reader knows.
@@ -97,6 +116,7 @@ func openTable(path string, blocks *blockcache.Cache) (*sstable, error) {
 		f.Close()
 		return nil, err
 	}
+	t.mapData()
 	return t, nil
 }
 
@@ -186,7 +206,172 @@ func (t *sstable) readMeta() error {
 	}
 	// The index is kept for the table's life: drop append's slack.
 	t.seps = bytes.Clone(t.seps)
+	if err := t.prefixIndex(); err != nil {
+		return t.corrupt(indexBH.offset, "index: %v", err)
+	}
 	return nil
+}
+
+// prefixIndex fills sepCommon and sepPrefix from the separators, which it
+// checks are in order (the search relies on it).
+func (t *sstable) prefixIndex() error {
+	n := len(t.sepEnd)
+	if n == 0 {
+		return nil
+	}
+	first, last := t.sep(0), t.sep(n-1)
+	m := min(len(first), len(last))
+	t.sepCommon = first[:commonPrefix(first[:m], last[:m]):m]
+	c := len(t.sepCommon)
+	t.sepPrefix = make([]uint64, n)
+	for i := range n {
+		s := t.sep(i)
+		if i > 0 && bytes.Compare(t.sep(i-1), s) > 0 {
+			return fmt.Errorf("separator %d out of order", i)
+		}
+		if !bytes.HasPrefix(s, t.sepCommon) {
+			return fmt.Errorf("separator %d out of order", i)
+		}
+		t.sepPrefix[i] = KeyPrefix(s[c:])
+	}
+	return nil
+}
+
+// search returns the index of the first data block whose separator is
+// not below key: the only block that may hold it; len(t.handles) when
+// key is above them all.
+func (t *sstable) search(key []byte) int {
+	n := len(t.sepPrefix)
+	c := len(t.sepCommon)
+	switch bytes.Compare(key[:min(len(key), c)], t.sepCommon) {
+	case -1:
+		return 0
+	case 1:
+		return n
+	}
+	kp := KeyPrefix(key[c:])
+	// lo: the first separator whose prefix is not below key's; hi: the
+	// first whose prefix is above it.
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.sepPrefix[m] < kp {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	hi = n
+	for j := lo; j < hi; {
+		m := int(uint(j+hi) >> 1)
+		if t.sepPrefix[m] <= kp {
+			j = m + 1
+		} else {
+			hi = m
+		}
+	}
+	// Separators in [lo, hi) share key's prefix: compare them whole.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(t.sep(m), key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// mapData maps the table's file so that lookups read data blocks in
+// place, through the page cache; a table reading through a block cache
+// is not mapped. Where the file cannot be mapped, lookups read blocks
+// with ReadAt as before.
+func (t *sstable) mapData() {
+	if t.blocks != nil || len(t.handles) == 0 {
+		return
+	}
+	mem, err := mapFile(t.f, t.size)
+	if err != nil {
+		return
+	}
+	t.mapped = mem
+	t.checked = make([]atomic.Bool, len(t.handles))
+	t.users.Store(1)
+}
+
+// enter begins a lookup in the mapping; false once the table is closed.
+func (t *sstable) enter() bool {
+	for {
+		n := t.users.Load()
+		if n <= 0 {
+			return false
+		}
+		if t.users.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// leave ends a lookup begun by enter, or the table's own use (close).
+func (t *sstable) leave() {
+	if t.users.Add(-1) == 0 {
+		unmapFile(t.mapped)
+	}
+}
+
+// recoverFault ends getMapped: it puts back the goroutine's
+// SetPanicOnFault setting and turns a fault reading the mapping into
+// ErrCorrupt. Any other panic goes on.
+func (t *sstable) recoverFault(panicOnFault bool, offset uint64, err *error) {
+	debug.SetPanicOnFault(panicOnFault)
+	if r := recover(); r != nil {
+		if _, ok := r.(interface{ Addr() uintptr }); !ok {
+			panic(r)
+		}
+		*err = t.corrupt(offset, "reading the mapped block: %v", r)
+	}
+}
+
+// errClosed: a lookup came after its table was closed, which the version
+// manager waits for, up to a bound.
+var errClosed = errors.New("table: lookup in a closed table")
+
+// getMapped is get for data block i of a mapped table, read in place.
+// handled is false for a block that is not stored plain (Snappy): get
+// then reads and uncompresses it.
+func (t *sstable) getMapped(dst, key []byte, i int) (value []byte, found, deleted, handled bool, err error) {
+	if !t.enter() {
+		return dst, false, false, true, errClosed
+	}
+	defer t.leave()
+	bh := t.handles[i] // within the file: checked as the index was read
+	// The file never changes, but one cut short under the mapping (a bad
+	// disk, a hand) faults where it ends: as bad as a failed checksum.
+	defer t.recoverFault(debug.SetPanicOnFault(true), bh.offset, &err)
+	handled = true
+	raw := t.mapped[bh.offset : bh.offset+bh.size+blockTrailerLen : bh.offset+bh.size+blockTrailerLen]
+	n := bh.size
+	if raw[n] != blockPlain {
+		return dst, false, false, false, nil
+	}
+	// A block's checksum is checked the first time a lookup reads it; the
+	// scrubber checks every block again from time to time.
+	if !t.checked[i].Load() {
+		if got, want := crc32.Checksum(raw[:n+1], castagnoli), unmaskCRC(binary.LittleEndian.Uint32(raw[n+1:])); got != want {
+			return dst, false, false, true, t.corrupt(bh.offset, "block checksum %08x, want %08x", got, want)
+		}
+		t.checked[i].Store(true)
+	}
+	// The bloom filter is not asked: its probes cost about what searching
+	// the block costs, and nearly every lookup finds its key.
+	v, kind, found, err := seekBlock(raw[:n], key)
+	if err != nil {
+		return dst, false, false, true, t.corrupt(bh.offset, "%v", err)
+	}
+	if found {
+		dst = append(dst, v...)
+	}
+	return dst, found, found && kind != keyTypeValue, true, nil
 }
 
 func (t *sstable) corrupt(offset uint64, format string, args ...any) error {
@@ -205,9 +390,15 @@ func (t *sstable) sep(i int) []byte {
 // the table holds the key at all; deleted, a deletion marker, which hides
 // older tables' values.
 func (t *sstable) get(dst, key []byte) (value []byte, found, deleted bool, err error) {
-	i := sort.Search(len(t.handles), func(i int) bool { return bytes.Compare(t.sep(i), key) >= 0 })
+	i := t.search(key)
 	if i == len(t.handles) {
 		return dst, false, false, nil
+	}
+	if t.mapped != nil {
+		v, found, deleted, handled, err := t.getMapped(dst, key, i)
+		if handled {
+			return v, found, deleted, err
+		}
 	}
 	bh := t.handles[i]
 	var kind byte
@@ -279,6 +470,9 @@ func (t *sstable) readBlock(bh blockHandle) ([]byte, error) {
 }
 
 func (t *sstable) close() error {
+	if t.mapped != nil {
+		t.leave()
+	}
 	t.blocks.DropTable(t.id)
 	return t.f.Close()
 }

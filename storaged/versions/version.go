@@ -123,15 +123,17 @@ func (v *Version) corruptBlock(i int, p *table.Partition, err error) error {
 // Release ends a use begun by Acquire.
 func (v *Version) Release() { v.refs.Add(-1) }
 
-// acquire takes a reference unless the version is closing.
-func (v *Version) acquire(now time.Time) bool {
+// acquire takes a reference unless the version is closing. now is read
+// only for a version that is not the db's active one (a pinned use): a
+// lookup of the active version, nearly every one, reads no clock.
+func (v *Version) acquire(now func() time.Time) bool {
 	v.refs.Add(1)
 	if v.closing.Load() {
 		v.refs.Add(-1)
 		return false
 	}
 	if !v.current.Load() {
-		v.lastUsed.Store(now.UnixNano())
+		v.lastUsed.Store(now().UnixNano())
 	}
 	return true
 }
@@ -196,7 +198,7 @@ func (m *Manager) acquire(db, pinned string) (*Version, error) {
 	} else if v = d.byName[pinned]; v == nil {
 		return nil, ErrVersionNotHeld
 	}
-	if !v.acquire(m.opts.Now()) {
+	if !v.acquire(m.opts.Now) {
 		return nil, errClosing
 	}
 	return v, nil
