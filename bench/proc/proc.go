@@ -95,6 +95,10 @@ type Memory struct {
 	Peak int64
 	// Current is VmRSS.
 	Current int64
+	// Anon is RssAnon: the part of Current that is the process's own
+	// memory, as against file pages it has mapped (which are the page
+	// cache's and which the kernel reclaims under pressure).
+	Anon int64
 }
 
 // MB is bytes in mebibytes.
@@ -120,6 +124,8 @@ func (p *Process) Memory() (Memory, error) {
 			dst = &m.Peak
 		case "VmRSS":
 			dst = &m.Current
+		case "RssAnon":
+			dst = &m.Anon
 		default:
 			continue
 		}
