@@ -121,7 +121,18 @@ func (p *getConns) get(ctx context.Context, addr, path, version string, maxValue
 		}
 		resp, keep, started, err := c.roundTrip(ctx, addr, path, version, maxValue)
 		if err != nil {
-			c.c.Close()
+			switch {
+			case !started && errors.Is(err, errAwaiting) && ctx.Err() != nil && isTimeout(err):
+				// Abandoned while waiting for the node's answer (the
+				// lookup timed out, another replica won, the client
+				// left): the request was sent whole, so the answer
+				// can still be read and the connection kept, which
+				// over TLS saves a handshake (about 1 ms of CPU on
+				// each side) for the next request.
+				go p.drain(addr, c, maxValue)
+			default:
+				c.c.Close()
+			}
 			if reused && !started && attempt == 0 && ctx.Err() == nil {
 				continue
 			}
@@ -137,6 +148,31 @@ func (p *getConns) get(ctx context.Context, addr, path, version string, maxValue
 		}
 		return resp, nil
 	}
+}
+
+// errAwaiting marks a failure after the request was sent whole, before
+// any byte of the answer.
+var errAwaiting = errors.New("awaiting the answer")
+
+// drainGrace bounds how long an abandoned request's answer is waited
+// for before its connection is closed.
+const drainGrace = time.Second
+
+// drain reads the answer of an abandoned request on c, then keeps c if
+// it may serve another one.
+func (p *getConns) drain(addr string, c *upConn, maxValue int64) {
+	c.c.SetDeadline(time.Now().Add(drainGrace))
+	_, keep, err := readAnswer(c.br, addr, maxValue)
+	if err != nil || !keep || c.c.SetDeadline(time.Time{}) != nil {
+		c.c.Close()
+		return
+	}
+	p.put(addr, c, time.Now())
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // aLongTimeAgo is a deadline that has passed: setting it wakes any
@@ -171,7 +207,7 @@ func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, maxV
 		return nil, false, false, fmt.Errorf("proxy: GET %s: %w", addr, err)
 	}
 	if _, err := c.br.Peek(1); err != nil {
-		return nil, false, false, fmt.Errorf("proxy: GET %s: %w", addr, err)
+		return nil, false, false, fmt.Errorf("proxy: GET %s: %w: %w", addr, errAwaiting, err)
 	}
 	resp, keep, err = readAnswer(c.br, addr, maxValue)
 	return resp, keep, true, err
