@@ -216,10 +216,18 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	}
 	launch(false)
 
-	stage := time.NewTimer(stageTimeout)
-	defer stage.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	// One timer serves the stage (the next hedge) and the deadline: it
+	// fires at the earlier; a zero stageAt has no hedge left to start.
+	stageAt, deadlineAt := begin.Add(stageTimeout), begin.Add(timeout)
+	tm := time.NewTimer(stageTimeout)
+	defer tm.Stop()
+	arm := func() {
+		next := deadlineAt
+		if !stageAt.IsZero() && stageAt.Before(next) {
+			next = stageAt
+		}
+		tm.Reset(time.Until(next))
+	}
 	settling := false // the deadline passed once without an answer seen
 	var t tally
 	for {
@@ -237,35 +245,40 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 			// A failure or a shed is a cue to try the next replica now;
 			// that is failover, bounded by the replicas, not a hedge.
 			if launch(false) {
-				stage.Reset(stageTimeout)
+				stageAt = time.Now().Add(stageTimeout)
+				arm()
 			} else if len(pending) == 0 {
 				return nil, t.err()
 			}
-		case <-stage.C:
-			if len(cands) == 0 {
-				continue
+		case <-tm.C:
+			now := time.Now()
+			if !now.Before(deadlineAt) {
+				left := req.Patience - now.Sub(begin)
+				switch {
+				case left > 0 && answering(pending, timeout+timeout/settle):
+					deadlineAt = now.Add(min(timeout, left))
+					settling = false
+				case left > 0 && !settling:
+					// No answer seen; but when routerd itself was starved
+					// (a stall of the machine), answers may be read but
+					// not yet recorded. A short while lets them be.
+					deadlineAt = now.Add(min(timeout/settle, left))
+					settling = true
+				default:
+					cancel(errTimedOut)
+					return nil, ErrTimeout
+				}
 			}
-			if p.opts.Budget.AllowHedge() && launch(true) {
-				p.opts.OnHedge()
+			if !stageAt.IsZero() && !now.Before(stageAt) {
+				stageAt = time.Time{}
+				if len(cands) > 0 {
+					if p.opts.Budget.AllowHedge() && launch(true) {
+						p.opts.OnHedge()
+					}
+					stageAt = now.Add(stageTimeout)
+				}
 			}
-			stage.Reset(stageTimeout)
-		case <-deadline.C:
-			left := req.Patience - time.Since(begin)
-			switch {
-			case left > 0 && answering(pending, timeout+timeout/settle):
-				deadline.Reset(min(timeout, left))
-				settling = false
-				continue
-			case left > 0 && !settling:
-				// No answer seen; but when routerd itself was starved
-				// (a stall of the machine), answers may be read but
-				// not yet recorded. A short while lets them be.
-				deadline.Reset(min(timeout/settle, left))
-				settling = true
-				continue
-			}
-			cancel(errTimedOut)
-			return nil, ErrTimeout
+			arm()
 		case <-ctx.Done():
 			if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("proxy: lookup abandoned: %w", err)
