@@ -60,7 +60,7 @@ func TestGetAbandonedKeepsConnection(t *testing.T) {
 			}
 			addr, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if strings.HasSuffix(r.URL.Path, "/slow") {
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(400 * time.Millisecond) // well past the lookup's deadline, within drainGrace
 				}
 				w.Header().Set("X-Sequins-Version", "v1")
 				w.Write([]byte("value"))
