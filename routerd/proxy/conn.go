@@ -46,12 +46,83 @@ type getConns struct {
 	maxIdle int
 	idleFor time.Duration
 
-	mu   sync.Mutex
-	idle map[string][]*upConn // guarded by mu; most recently used last
+	mu      sync.Mutex
+	idle    map[string][]*upConn        // guarded by mu; most recently used last
+	waiters map[string][]chan<- *upConn // guarded by mu; requests waiting for a connection, oldest first
 }
 
 func newGetConns(dial func(ctx context.Context, network, addr string) (net.Conn, error), maxIdle int, idleFor time.Duration) *getConns {
-	return &getConns{dial: dial, maxIdle: maxIdle, idleFor: idleFor, idle: map[string][]*upConn{}}
+	return &getConns{dial: dial, maxIdle: maxIdle, idleFor: idleFor, idle: map[string][]*upConn{},
+		waiters: map[string][]chan<- *upConn{}}
+}
+
+// acquire returns a connection to addr: an idle one (reused), else
+// whichever comes first of a new one dialled for this request and one
+// another request puts back meanwhile, as net/http's Transport does. A
+// TLS handshake takes milliseconds on a loaded machine; the connection
+// it makes is kept whoever ends up using it, and a dial outlives the
+// request that started it (bounded by the dialer's own timeout).
+func (p *getConns) acquire(ctx context.Context, addr string) (c *upConn, reused bool, err error) {
+	if c := p.take(addr, time.Now()); c != nil {
+		return c, true, nil
+	}
+	w := make(chan *upConn, 1)
+	p.mu.Lock()
+	p.waiters[addr] = append(p.waiters[addr], w)
+	p.mu.Unlock()
+	type dialed struct {
+		c   *upConn
+		err error
+	}
+	dc := make(chan dialed, 1)
+	go func() {
+		nc, err := p.dial(context.WithoutCancel(ctx), "tcp", addr)
+		if err != nil {
+			dc <- dialed{err: err}
+			return
+		}
+		dc <- dialed{c: &upConn{c: nc, br: bufio.NewReaderSize(nc, upBufSize)}}
+	}()
+	keepDialed := func() {
+		if d := <-dc; d.c != nil {
+			p.put(addr, d.c, time.Now())
+		}
+	}
+	select {
+	case c := <-w: // put handed it over and forgot w
+		go keepDialed()
+		return c, true, nil
+	case d := <-dc:
+		p.forget(addr, w)
+		if d.err != nil {
+			return nil, false, fmt.Errorf("proxy: GET %s: %w", addr, d.err)
+		}
+		return d.c, false, nil
+	case <-ctx.Done():
+		p.forget(addr, w)
+		go keepDialed()
+		return nil, false, ctx.Err()
+	}
+}
+
+// forget removes waiter w of addr; a connection handed to it meanwhile
+// goes back to the pool.
+func (p *getConns) forget(addr string, w chan *upConn) {
+	p.mu.Lock()
+	ws := p.waiters[addr]
+	for i, x := range ws {
+		if x == w {
+			p.waiters[addr] = append(ws[:i:i], ws[i+1:]...)
+			if len(p.waiters[addr]) == 0 {
+				delete(p.waiters, addr)
+			}
+			p.mu.Unlock()
+			return
+		}
+	}
+	p.mu.Unlock()
+	// put popped w: its send is under way.
+	p.put(addr, <-w, time.Now())
 }
 
 // take returns an idle connection to addr, or nil; connections idle
@@ -74,11 +145,23 @@ func (p *getConns) take(addr string, now time.Time) *upConn {
 	return nil
 }
 
-// put keeps c idle for the next request to addr, or closes it when addr
-// has maxIdle idle already.
+// put hands c to the oldest request waiting for a connection to addr,
+// else keeps it idle for the next one, or closes it when addr has
+// maxIdle idle already.
 func (p *getConns) put(addr string, c *upConn, now time.Time) {
 	c.used = now
 	p.mu.Lock()
+	if ws := p.waiters[addr]; len(ws) > 0 {
+		w := ws[0]
+		if len(ws) == 1 {
+			delete(p.waiters, addr)
+		} else {
+			p.waiters[addr] = ws[1:]
+		}
+		p.mu.Unlock()
+		w <- c
+		return
+	}
 	if s := p.idle[addr]; len(s) < p.maxIdle {
 		p.idle[addr] = append(s, c)
 		p.mu.Unlock()
@@ -110,14 +193,9 @@ func (p *getConns) get(ctx context.Context, addr, path, version string, maxValue
 		return nil, errHeaderValue
 	}
 	for attempt := 0; ; attempt++ {
-		c := p.take(addr, time.Now())
-		reused := c != nil
-		if c == nil {
-			nc, err := p.dial(ctx, "tcp", addr)
-			if err != nil {
-				return nil, fmt.Errorf("proxy: GET %s: %w", addr, err)
-			}
-			c = &upConn{c: nc, br: bufio.NewReaderSize(nc, upBufSize)}
+		c, reused, err := p.acquire(ctx, addr)
+		if err != nil {
+			return nil, err
 		}
 		resp, keep, started, err := c.roundTrip(ctx, addr, path, version, maxValue)
 		if err != nil {

@@ -223,3 +223,56 @@ func (p *getConns) idleCount(addr string) int {
 	defer p.mu.Unlock()
 	return len(p.idle[addr])
 }
+
+// A request that found no idle connection takes one another request puts
+// back before its own dial (a slow TLS handshake) is done; the dialled
+// connection is kept for the next.
+func TestAcquireTakesConnectionPutBackDuringDial(t *testing.T) {
+	release := make(chan struct{})
+	var dials atomic.Int64
+	p := newGetConns(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		<-release
+		a, _ := net.Pipe()
+		return a, nil
+	}, 10, time.Minute)
+	defer p.closeIdle()
+	back, _ := net.Pipe()
+	putBack := &upConn{c: back}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		p.put("node", putBack, time.Now())
+	}()
+	c, reused, err := p.acquire(context.Background(), "node")
+	if err != nil || c != putBack || !reused {
+		t.Fatalf("acquire: %v %v reused %v, want the connection put back", err, c, reused)
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for p.idleCount("node") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle after the dial ended, want the dialled connection kept", p.idleCount("node"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d dials", n)
+	}
+	// A request that leaves while waiting gets nothing, and a connection
+	// put back later is kept idle, not lost to it.
+	stuck := make(chan struct{})
+	defer close(stuck)
+	p2 := newGetConns(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		<-stuck // past the request's end: dials outlive their request
+		return nil, errors.New("refused")
+	}, 10, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := p2.acquire(ctx, "node"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire after the request left: %v", err)
+	}
+	p2.put("node", putBack, time.Now())
+	if p2.idleCount("node") != 1 {
+		t.Fatal("connection put back after the waiter left was not kept")
+	}
+}
