@@ -39,8 +39,9 @@ type HTTPOptions struct {
 	TLS *tlsconfig.Source
 }
 
-// HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive. It is
-// safe for concurrent use.
+// HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive: a
+// single GET on connections of its own (conn.go), a batch through an
+// http.Transport. It is safe for concurrent use.
 type HTTPUpstream struct {
 	rt       *http.Transport // batch lookups
 	gets     *getConns       // single GETs
