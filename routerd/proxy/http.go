@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"spangle/shared/tlsconfig"
@@ -40,10 +39,12 @@ type HTTPOptions struct {
 	TLS *tlsconfig.Source
 }
 
-// HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive. It is
-// safe for concurrent use.
+// HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive: a
+// single GET on connections of its own (conn.go), a batch through an
+// http.Transport. It is safe for concurrent use.
 type HTTPUpstream struct {
-	rt       *http.Transport
+	rt       *http.Transport // batch lookups
+	gets     *getConns       // single GETs
 	maxValue int64
 	scheme   string
 }
@@ -61,13 +62,18 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 		opts.MaxValueSize = DefaultMaxValueSize
 	}
 	d := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
+	dial := d.DialContext
+	if opts.TLS != nil {
+		dial = opts.TLS.DialTLS(d)
+	}
 	return &HTTPUpstream{
+		gets: newGetConns(dial, opts.MaxIdleConnsPerHost, idleConnTimeout),
 		rt: opts.TLS.Apply(&http.Transport{
 			Proxy:               nil,
 			DialContext:         d.DialContext,
 			MaxIdleConns:        0, // no global bound; per host below
 			MaxIdleConnsPerHost: opts.MaxIdleConnsPerHost,
-			IdleConnTimeout:     90 * time.Second,
+			IdleConnTimeout:     idleConnTimeout,
 			DisableCompression:  true,
 			ForceAttemptHTTP2:   false,
 		}, d),
@@ -76,8 +82,14 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 	}
 }
 
+// idleConnTimeout: a connection idle longer is closed, not reused.
+const idleConnTimeout = 90 * time.Second
+
 // CloseIdleConnections closes the pooled connections, for shutdown.
-func (u *HTTPUpstream) CloseIdleConnections() { u.rt.CloseIdleConnections() }
+func (u *HTTPUpstream) CloseIdleConnections() {
+	u.rt.CloseIdleConnections()
+	u.gets.closeIdle()
+}
 
 // Get implements Upstream: GET http(s)://<addr>/<db>/<escaped key> pinned
 // to req.Version. addr must be a registered node address.
@@ -85,23 +97,7 @@ func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Res
 	if req.Keys != nil {
 		return u.post(ctx, addr, req)
 	}
-	escaped := wire.KeyPath(req.DB, req.Key)
-	hr := &http.Request{
-		Method:     http.MethodGet,
-		URL:        &url.URL{Scheme: u.scheme, Host: addr, Path: "/" + req.DB + "/" + string(req.Key), RawPath: escaped},
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     http.Header{wire.HeaderVersion: []string{req.Version}},
-		Host:       addr,
-	}
-	hr = hr.WithContext(ctx)
-	res, err := u.rt.RoundTrip(hr)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: GET %s: %w", addr, err)
-	}
-	defer res.Body.Close()
-	return u.read(addr, res)
+	return u.gets.get(ctx, addr, wire.KeyPath(req.DB, req.Key), req.Version, u.maxValue)
 }
 
 // read takes an answer's status, headers and, for a 200, its body.

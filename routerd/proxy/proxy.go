@@ -182,50 +182,114 @@ type tally struct {
 // Do looks req up and returns the first answer (200 or 404) of a
 // replica, or an error wrapping one of the package's sentinels, or ctx's
 // error when the caller went away.
+//
+// The first attempt runs on the caller's goroutine: most lookups end
+// with it, and then no goroutine was started nor woken to hand its answer
+// over (on a machine short of CPU, each hand-over waits for a time
+// slice). If it is still running when its stage ends, the rest of the
+// lookup (hedges, failover, the deadline) goes on in a goroutine of its
+// own, exactly as it would have here, and cancels the first attempt when
+// it is decided.
 func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	if len(req.Replicas) == 0 {
 		return nil, ErrNoReplica
 	}
 	p.opts.Budget.Request()
-	begin := time.Now()
-	timeout, stageTimeout := p.times(req)
+	l := &lookup{p: p, req: req, begin: time.Now()}
+	l.timeout, l.stage = p.times(req)
 	// Cancelling ctx cancels every attempt still running; each sends to
 	// results, which has room for all of them, so none blocks. The cause
 	// tells an attempt why it was cancelled.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-
-	var buf [8]*health.Node
-	cands := buf[:0]
+	l.ctx, l.cancel = ctx, cancel
+	l.cands = l.candBuf[:0]
 	for _, a := range req.Replicas {
-		cands = append(cands, p.opts.Health.Node(a))
+		l.cands = append(l.cands, p.opts.Health.Node(a))
 	}
-	results := make(chan result, len(cands))
-	var pendBuf [8]*health.Call
-	pending := pendBuf[:0] // attempts not yet reported
-	launch := func(hedge bool) bool {
-		var n *health.Node
-		var call *health.Call
-		n, call, cands = take(cands)
-		if n == nil {
-			return false
-		}
-		pending = append(pending, call)
-		go p.attempt(ctx, n, call, req, hedge, timeout, stageTimeout, results)
-		return true
+	l.results = make(chan result, len(l.cands))
+	l.pending = l.pendBuf[:0]
+	n, call := l.take()
+	type outcome struct {
+		resp *Response
+		err  error
 	}
-	launch(false)
+	done := make(chan outcome, 1)
+	escalate := time.AfterFunc(l.stage, func() {
+		resp, err := l.run()
+		l.cancel(nil) // the first attempt, if it still runs, lost
+		done <- outcome{resp, err}
+	})
+	p.attempt(ctx, n, call, req, false, l.timeout, l.stage, l.results)
+	if escalate.Stop() {
+		// Over within its stage: its result waits in results.
+		return l.run()
+	}
+	o := <-done
+	return o.resp, o.err
+}
 
-	stage := time.NewTimer(stageTimeout)
-	defer stage.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+// lookup is the state of one Do once its first attempt started; run
+// owns it.
+type lookup struct {
+	p              *Proxy
+	req            *Request
+	ctx            context.Context
+	cancel         context.CancelCauseFunc
+	begin          time.Time
+	timeout, stage time.Duration
+	results        chan result
+	cands          []*health.Node // not yet tried
+	pending        []*health.Call // attempts not yet reported
+	candBuf        [8]*health.Node
+	pendBuf        [8]*health.Call
+}
+
+// take begins a call to the next candidate and counts it pending; nil
+// when none is left.
+func (l *lookup) take() (*health.Node, *health.Call) {
+	var n *health.Node
+	var call *health.Call
+	n, call, l.cands = take(l.cands)
+	if n != nil {
+		l.pending = append(l.pending, call)
+	}
+	return n, call
+}
+
+// launch starts an attempt at the next candidate in a goroutine.
+func (l *lookup) launch(hedge bool) bool {
+	n, call := l.take()
+	if n == nil {
+		return false
+	}
+	go l.p.attempt(l.ctx, n, call, l.req, hedge, l.timeout, l.stage, l.results)
+	return true
+}
+
+// run waits for the attempts, starting hedges and failing over, until an
+// answer, the end of every attempt, or the deadline.
+func (l *lookup) run() (*Response, error) {
+	p, ctx, req := l.p, l.ctx, l.req
+	begin, timeout, stageTimeout := l.begin, l.timeout, l.stage
+	// One timer serves the stage (the next hedge) and the deadline: it
+	// fires at the earlier; a zero stageAt has no hedge left to start.
+	stageAt, deadlineAt := begin.Add(stageTimeout), begin.Add(timeout)
+	tm := time.NewTimer(time.Until(stageAt))
+	defer tm.Stop()
+	arm := func() {
+		next := deadlineAt
+		if !stageAt.IsZero() && stageAt.Before(next) {
+			next = stageAt
+		}
+		tm.Reset(time.Until(next))
+	}
 	settling := false // the deadline passed once without an answer seen
 	var t tally
 	for {
 		select {
-		case r := <-results:
-			pending = slices.DeleteFunc(pending, func(c *health.Call) bool { return c == r.call })
+		case r := <-l.results:
+			l.pending = slices.DeleteFunc(l.pending, func(c *health.Call) bool { return c == r.call })
 			if r.err == nil && (r.resp.Status == http.StatusOK || r.resp.Status == http.StatusNotFound) {
 				if r.hedge {
 					p.opts.OnHedgeWon()
@@ -233,46 +297,62 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 				r.resp.Addr = r.addr
 				return r.resp, nil
 			}
+			if ctx.Err() != nil {
+				// The caller went away (run cancels ctx only as it
+				// returns): that, not the attempt's failure, is the
+				// outcome.
+				return nil, abandoned(ctx)
+			}
 			t.add(r)
 			// A failure or a shed is a cue to try the next replica now;
 			// that is failover, bounded by the replicas, not a hedge.
-			if launch(false) {
-				stage.Reset(stageTimeout)
-			} else if len(pending) == 0 {
+			if l.launch(false) {
+				stageAt = time.Now().Add(stageTimeout)
+				arm()
+			} else if len(l.pending) == 0 {
 				return nil, t.err()
 			}
-		case <-stage.C:
-			if len(cands) == 0 {
-				continue
+		case <-tm.C:
+			now := time.Now()
+			if !now.Before(deadlineAt) {
+				left := req.Patience - now.Sub(begin)
+				switch {
+				case left > 0 && answering(l.pending, timeout+timeout/settle):
+					deadlineAt = now.Add(min(timeout, left))
+					settling = false
+				case left > 0 && !settling:
+					// No answer seen; but when routerd itself was starved
+					// (a stall of the machine), answers may be read but
+					// not yet recorded. A short while lets them be.
+					deadlineAt = now.Add(min(timeout/settle, left))
+					settling = true
+				default:
+					l.cancel(errTimedOut)
+					return nil, ErrTimeout
+				}
 			}
-			if p.opts.Budget.AllowHedge() && launch(true) {
-				p.opts.OnHedge()
+			if !stageAt.IsZero() && !now.Before(stageAt) {
+				stageAt = time.Time{}
+				if len(l.cands) > 0 {
+					if p.opts.Budget.AllowHedge() && l.launch(true) {
+						p.opts.OnHedge()
+					}
+					stageAt = now.Add(stageTimeout)
+				}
 			}
-			stage.Reset(stageTimeout)
-		case <-deadline.C:
-			left := req.Patience - time.Since(begin)
-			switch {
-			case left > 0 && answering(pending, timeout+timeout/settle):
-				deadline.Reset(min(timeout, left))
-				settling = false
-				continue
-			case left > 0 && !settling:
-				// No answer seen; but when routerd itself was starved
-				// (a stall of the machine), answers may be read but
-				// not yet recorded. A short while lets them be.
-				deadline.Reset(min(timeout/settle, left))
-				settling = true
-				continue
-			}
-			cancel(errTimedOut)
-			return nil, ErrTimeout
+			arm()
 		case <-ctx.Done():
-			if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
-				return nil, fmt.Errorf("proxy: lookup abandoned: %w", err)
-			}
-			return nil, ErrTimeout
+			return nil, abandoned(ctx)
 		}
 	}
+}
+
+// abandoned is Do's error when the caller's ctx ended.
+func abandoned(ctx context.Context) error {
+	if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("proxy: lookup abandoned: %w", err)
+	}
+	return ErrTimeout
 }
 
 // settle: a patient lookup that saw no answer at its deadline looks

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"spangle/routerd/proxy"
@@ -25,14 +26,18 @@ type answer struct {
 }
 
 func (s *Server) newAnswer(version string, v *topo.Version, resp *proxy.Response) *answer {
+	vh := s.memo.version(version, v)
 	a := &answer{
 		resp:          resp,
-		version:       []string{version},
-		proxiedTo:     []string{resp.Addr},
+		version:       vh.version,
+		proxiedTo:     s.memo.addr(resp.Addr),
 		contentType:   s.ctype,
 		contentLength: []string{strconv.Itoa(len(resp.Body))},
 		created:       v.Created,
-		lastModified:  lastModified(v, resp),
+		lastModified:  vh.lastModified,
+	}
+	if vh.lastModified == nil {
+		a.lastModified = lastModified(v, resp)
 	}
 	if resp.ContentType != "" {
 		a.contentType = []string{resp.ContentType}
@@ -59,4 +64,72 @@ func (a *answer) lastModifiedFor(v *topo.Version) []string {
 		return a.lastModified
 	}
 	return lastModified(v, a.resp)
+}
+
+// memoMax bounds each map of a headerMemo; a full one starts over.
+const memoMax = 256
+
+// headerMemo keeps the header values many answers share, a version's
+// X-Sequins-Version and Last-Modified and a node's
+// X-Sequins-Proxied-To, so that each uncached lookup does not format
+// and allocate them again. Like answers, the values are shared: never
+// modify them. It is safe for concurrent use.
+type headerMemo struct {
+	mu       sync.RWMutex
+	versions map[versionKey]versionHeaders // guarded by mu
+	addrs    map[string][]string           // guarded by mu
+}
+
+type versionKey struct {
+	name string
+	v    *topo.Version
+}
+
+type versionHeaders struct {
+	version []string
+	// lastModified is the version's creation time, nil when the map
+	// does not know it (the replica's answer says then).
+	lastModified []string
+}
+
+func newHeaderMemo() *headerMemo {
+	return &headerMemo{versions: map[versionKey]versionHeaders{}, addrs: map[string][]string{}}
+}
+
+func (m *headerMemo) version(name string, v *topo.Version) versionHeaders {
+	k := versionKey{name, v}
+	m.mu.RLock()
+	vh, ok := m.versions[k]
+	m.mu.RUnlock()
+	if ok {
+		return vh
+	}
+	vh = versionHeaders{version: []string{name}}
+	if !v.Created.IsZero() {
+		vh.lastModified = []string{v.Created.UTC().Format(http.TimeFormat)}
+	}
+	m.mu.Lock()
+	if len(m.versions) >= memoMax {
+		clear(m.versions)
+	}
+	m.versions[k] = vh
+	m.mu.Unlock()
+	return vh
+}
+
+func (m *headerMemo) addr(a string) []string {
+	m.mu.RLock()
+	v, ok := m.addrs[a]
+	m.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = []string{a}
+	m.mu.Lock()
+	if len(m.addrs) >= memoMax {
+		clear(m.addrs)
+	}
+	m.addrs[a] = v
+	m.mu.Unlock()
+	return v
 }

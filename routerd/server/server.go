@@ -91,6 +91,7 @@ type Server struct {
 	bm      *batchMetrics
 	batchRd wire.BatchRead      // its Budget is the router's
 	ownUp   *proxy.HTTPUpstream // the default upstream, closed on shutdown; nil if given
+	memo    *headerMemo
 }
 
 // New builds a Server; it serves nothing until Serve or ServeHTTP.
@@ -114,7 +115,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, metrics: m, ctype: []string{opts.ContentType}}
+	s := &Server{opts: opts, log: opts.Logger, metrics: m, ctype: []string{opts.ContentType}, memo: newHeaderMemo()}
 	s.batchRd = wire.BatchRead{Limits: opts.BatchLimits, Timeout: opts.BatchReadTimeout,
 		Budget: wire.NewBatchBudget(opts.BatchReadBytes)}
 	s.bm = newBatchMetrics(opts.Registry, s.batchRd.Budget)
