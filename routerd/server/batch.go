@@ -201,14 +201,30 @@ func distinct(parsed []wire.BatchKey) []batchKey {
 	return keys
 }
 
-// chunks splits one partition's keys into upstream requests within
-// upstreamBatch.
+// chunkKeys bounds the keys of one upstream request, below storaged's
+// limit: a group's keys are split into requests of at most chunkKeys,
+// of even sizes, sent at once. One request for a whole group costs the
+// fewest hops, but on a node answering many big batches at once each
+// request then takes long, all finish together, and for that whole
+// while the node answers nothing: a batch waiting past its deadline
+// would take the live node for a silent one (see "A batch's deadline"
+// in docs/design.md; TestManyBusyBatches failed thousands of keys with
+// whole 300-key groups). Requests of 100 keys keep a 100-key batch in
+// one hop and give a busy node answers to show between.
+const chunkKeys = 100
+
+// chunks splits one group's keys into upstream requests within
+// upstreamBatch and chunkKeys, of even sizes.
 func chunks(keys []batchKey, idx []int) [][]int {
+	per := len(idx)
+	if n := (len(idx) + chunkKeys - 1) / chunkKeys; n > 1 {
+		per = (len(idx) + n - 1) / n
+	}
 	var out [][]int
 	start, size := 0, int64(0)
 	for i, k := range idx {
 		n := int64(len(keys[k].esc) + 1)
-		if i > start && (i-start >= upstreamBatch.MaxKeys || size+n > upstreamBatch.MaxBytes) {
+		if i > start && (i-start >= min(per, upstreamBatch.MaxKeys) || size+n > upstreamBatch.MaxBytes) {
 			out = append(out, idx[start:i])
 			start, size = i, 0
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -392,4 +393,46 @@ func FuzzBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestChunks: a group goes upstream in requests of at most chunkKeys
+// keys, of even sizes, and within storaged's byte limit.
+func TestChunks(t *testing.T) {
+	mk := func(n, keyLen int) ([]batchKey, []int) {
+		keys := make([]batchKey, n)
+		idx := make([]int, n)
+		for i := range keys {
+			keys[i].esc = strings.Repeat("k", keyLen)
+			idx[i] = i
+		}
+		return keys, idx
+	}
+	for _, c := range []struct {
+		n, keyLen int
+		want      []int
+	}{
+		{1, 5, []int{1}},
+		{100, 5, []int{100}},
+		{101, 5, []int{51, 50}},
+		{300, 5, []int{100, 100, 100}},
+		{301, 5, []int{76, 76, 76, 73}},
+		// Byte-bound: 60 keys of 32 KiB are over 1 MiB.
+		{60, 32 << 10, []int{31, 29}},
+	} {
+		keys, idx := mk(c.n, c.keyLen)
+		var got []int
+		seen := 0
+		for _, ch := range chunks(keys, idx) {
+			got = append(got, len(ch))
+			for _, i := range ch {
+				if i != seen {
+					t.Fatalf("%d keys: chunk %v out of order", c.n, ch)
+				}
+				seen++
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d keys of %d bytes: chunks of %v, want %v", c.n, c.keyLen, got, c.want)
+		}
+	}
 }
