@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +62,18 @@ func newBatchMetrics(reg prometheus.Registerer, budget *wire.BatchBudget) (*batc
 	return m, nil
 }
 
+// newBatchSlots bounds the batches looking their keys up at once to the
+// CPUs. Batches are CPU work; run all at once, they share the CPUs and
+// finish together, and for that whole while the node answers nothing,
+// so a router waiting past a batch's deadline takes the busy node for a
+// silent one (routerd's TestManyBusyBatches failed keys so). Taking
+// turns, they finish one after another, each sooner, and the node keeps
+// answering. A batch waits for its turn holding its max_inflight slot;
+// single GETs do not wait.
+func newBatchSlots() chan struct{} {
+	return make(chan struct{}, runtime.GOMAXPROCS(0))
+}
+
 var allowBatch = []string{"GET, HEAD, POST"}
 
 // servePost serves a POST: a batch lookup when the path names a db.
@@ -102,6 +115,12 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		return code
 	}
 	s.batch.keys.Observe(float64(len(keys)))
+	select {
+	case s.batchSlots <- struct{}{}:
+		defer func() { <-s.batchSlots }()
+	case <-r.Context().Done():
+		return httpError(w, r, wire.StatusUnavailable, "cancelled")
+	}
 	v, code := s.acquire(w, r, db)
 	if code != 0 {
 		return code

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -316,5 +318,33 @@ func TestBatchCompactAnswer(t *testing.T) {
 	}
 	if rec := post(h, "/odd", batchBody(other...), "Accept", wire.ContentTypeBatchBinary); rec.Code != http.StatusMisdirectedRequest {
 		t.Fatalf("compact batch of no held partition: %d, want 421", rec.Code)
+	}
+}
+
+// TestBatchSlots: batches look keys up a CPU's worth at a time; one
+// more waits for a turn, and gives up with its client.
+func TestBatchSlots(t *testing.T) {
+	srv := newBatchServer(t, nil, Options{}).(*Server)
+	for range cap(srv.batchSlots) {
+		srv.batchSlots <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequest("POST", "/odd", strings.NewReader("%2F\n")).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != wire.StatusUnavailable || ctx.Err() == nil {
+		t.Fatalf("a batch with every slot taken: %d (context %v), want 503 once its client left", rec.Code, ctx.Err())
+	}
+	done := make(chan int)
+	go func() { done <- post(srv, "/odd", "%2F\n").Code }()
+	select {
+	case code := <-done:
+		t.Fatalf("answered %d with every slot taken", code)
+	case <-time.After(50 * time.Millisecond):
+	}
+	<-srv.batchSlots
+	if code := <-done; code != 200 {
+		t.Fatalf("once a slot is free: %d", code)
 	}
 }
