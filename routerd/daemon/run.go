@@ -149,7 +149,7 @@ func Start(ctx context.Context, cfg config.Config, deps Deps) (*Routerd, error) 
 			ProxyTimeout:      cfg.ProxyTimeout,
 			ProxyStageTimeout: cfg.ProxyStageTimeout,
 			TLS:               tlsSrc.ServerConfig(),
-			Tuning:            snapshot.Options{UpstreamTLS: upstreamTLS(cfg.TLS)},
+			Tuning:            snapshot.Options{UpstreamTLS: upstreamTLS(cfg.TLS), BatchTimeout: cfg.BatchTimeout},
 		})
 		if err != nil {
 			l.Close()

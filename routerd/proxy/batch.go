@@ -12,8 +12,10 @@ import (
 )
 
 // post sends a batch lookup: POST http://<addr>/<db> with req.Keys, one
-// escaped key a line, pinned to req.Version. addr must be a registered
-// node address.
+// escaped key a line, pinned to req.Version, asking for the compact
+// answer (wire.ContentTypeBatchBinary); a storaged that does not offer
+// it answers JSON, and the answer's Content-Type says which it is.
+// addr must be a registered node address.
 func (u *HTTPUpstream) post(ctx context.Context, addr string, req *Request) (*Response, error) {
 	var body []byte
 	for _, k := range req.Keys {
@@ -25,7 +27,7 @@ func (u *HTTPUpstream) post(ctx context.Context, addr string, req *Request) (*Re
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        http.Header{wire.HeaderVersion: []string{req.Version}},
+		Header:        http.Header{wire.HeaderVersion: []string{req.Version}, "Accept": acceptBatch},
 		Host:          addr,
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
@@ -39,3 +41,5 @@ func (u *HTTPUpstream) post(ctx context.Context, addr string, req *Request) (*Re
 	defer res.Body.Close()
 	return u.read(addr, res)
 }
+
+var acceptBatch = []string{wire.ContentTypeBatchBinary + ", " + wire.ContentTypeJSON + ";q=0.5"}

@@ -57,7 +57,7 @@ type Request struct {
 	Key     []byte
 	// Keys, when not nil, make the request a batch lookup of these keys
 	// (POST /<db>) instead of one of Key; a 200 answer's Body is then
-	// the JSON of wire.BatchAnswer.
+	// a batch answer, in the form its ContentType names.
 	Keys [][]byte
 	// Replicas are the addresses serving the key's partition, each one
 	// registered as a node in the map.

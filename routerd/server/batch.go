@@ -98,35 +98,25 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 
 	keys := distinct(parsed)
 	outs := make([]outcome, len(keys))
-	groups := map[int][]int{} // partition -> indexes into keys
-	for i := range keys {
-		k := &keys[i]
-		if a, ok := s.cache.Cached(cache.Key{DB: db, Version: version, Key: k.key}); ok {
-			outs[i] = outcome{found: a.resp.Status == http.StatusOK, value: a.resp.Body, addr: a.resp.Addr}
-			continue
-		}
-		p := partitioner.Partition([]byte(k.key), v.NumPartitions)
-		groups[p] = append(groups[p], i)
-	}
+	groups := s.group(st.Map, v, db, version, keys, outs)
 	// The batch's deadline grows with the keys it sends upstream; past
 	// it, a group still waits on a replica that keeps answering other
 	// lookups (a busy node), up to batch_timeout, which also bounds
 	// retries of keys a replica did not hold.
 	n := 0
-	for _, idx := range groups {
-		n += len(idx)
+	for _, g := range groups {
+		n += len(g.idx)
 	}
 	deadline, patience := s.batchTimes(n)
 	ctx, cancel := context.WithTimeout(r.Context(), patience)
 	defer cancel()
-	done := make(chan struct{}, len(groups)*2)
+	done := make(chan struct{}, n)
 	jobs := 0
-	for p, idx := range groups {
-		replicas := registered(st.Map, v.Replicas[p])
-		for _, chunk := range chunks(keys, idx) {
+	for _, g := range groups {
+		for _, chunk := range chunks(keys, g.idx) {
 			jobs++
 			go func() {
-				s.fetch(ctx, db, version, pinned, replicas, keys, chunk, outs, deadline, patience)
+				s.fetch(ctx, db, version, pinned, g.replicas, keys, chunk, outs, deadline, patience)
 				done <- struct{}{}
 			}()
 		}
@@ -138,6 +128,53 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		return 499 // the client left; nobody reads what we write
 	}
 	return s.writeBatch(w, version, v, keys, outs)
+}
+
+// group is the keys of a batch sent to one set of replicas.
+type group struct {
+	replicas []string
+	idx      []int // into the batch's keys
+}
+
+// group answers the keys in the cache and groups the others by the set
+// of replicas of their partition: the partitions that the same nodes
+// hold go in one request to them, since any of those nodes answers for
+// all of them, so a batch costs a hop per replica set, not per
+// partition (one storaged holding all 8 partitions of a db answers a
+// batch in one request, not 8).
+func (s *Server) group(m *topo.Map, v *topo.Version, db, version string, keys []batchKey, outs []outcome) []*group {
+	var groups []*group
+	byPart := map[int]*group{}
+	bySet := map[string]*group{}
+	for i := range keys {
+		k := &keys[i]
+		if a, ok := s.cache.Cached(cache.Key{DB: db, Version: version, Key: k.key}); ok {
+			outs[i] = outcome{found: a.resp.Status == http.StatusOK, value: a.resp.Body, addr: a.resp.Addr}
+			continue
+		}
+		p := partitioner.Partition([]byte(k.key), v.NumPartitions)
+		g := byPart[p]
+		if g == nil {
+			replicas := registered(m, v.Replicas[p])
+			set := replicaSet(replicas)
+			if g = bySet[set]; g == nil {
+				g = &group{replicas: replicas}
+				bySet[set] = g
+				groups = append(groups, g)
+			}
+			byPart[p] = g
+		}
+		g.idx = append(g.idx, i)
+	}
+	return groups
+}
+
+// replicaSet names a set of replicas whatever their order.
+func replicaSet(replicas []string) string {
+	if slices.IsSorted(replicas) {
+		return strings.Join(replicas, "\n")
+	}
+	return strings.Join(slices.Sorted(slices.Values(replicas)), "\n")
 }
 
 // batchTimes are the deadline and the patience (proxy.Request) of a
@@ -164,14 +201,30 @@ func distinct(parsed []wire.BatchKey) []batchKey {
 	return keys
 }
 
-// chunks splits one partition's keys into upstream requests within
-// upstreamBatch.
+// chunkKeys bounds the keys of one upstream request, below storaged's
+// limit: a group's keys are split into requests of at most chunkKeys,
+// of even sizes, sent at once. One request for a whole group costs the
+// fewest hops, but on a node answering many big batches at once each
+// request then takes long, all finish together, and for that whole
+// while the node answers nothing: a batch waiting past its deadline
+// would take the live node for a silent one (see "A batch's deadline"
+// in docs/design.md; TestManyBusyBatches failed thousands of keys with
+// whole 300-key groups). Requests of 100 keys keep a 100-key batch in
+// one hop and give a busy node answers to show between.
+const chunkKeys = 100
+
+// chunks splits one group's keys into upstream requests within
+// upstreamBatch and chunkKeys, of even sizes.
 func chunks(keys []batchKey, idx []int) [][]int {
+	per := len(idx)
+	if n := (len(idx) + chunkKeys - 1) / chunkKeys; n > 1 {
+		per = (len(idx) + n - 1) / n
+	}
 	var out [][]int
 	start, size := 0, int64(0)
 	for i, k := range idx {
 		n := int64(len(keys[k].esc) + 1)
-		if i > start && (i-start >= upstreamBatch.MaxKeys || size+n > upstreamBatch.MaxBytes) {
+		if i > start && (i-start >= min(per, upstreamBatch.MaxKeys) || size+n > upstreamBatch.MaxBytes) {
 			out = append(out, idx[start:i])
 			start, size = i, 0
 		}
@@ -222,9 +275,9 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 			fail(idx, failOutcome(err, pinned))
 			return
 		}
-		a, err := wire.DecodeBatchAnswer(resp.Body)
-		if err == nil && a.Version != version {
-			err = fmt.Errorf("server: answer of version %q for pinned %q", a.Version, version)
+		got, entries, err := answerEntries(resp, keys, idx)
+		if err == nil && got != version {
+			err = fmt.Errorf("server: answer of version %q for pinned %q", got, version)
 		}
 		if err != nil {
 			s.log.Warn("batch: bad answer from storaged", zap.String("node", resp.Addr), zap.Error(err))
@@ -232,33 +285,64 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 			return
 		}
 		asked = append(asked, resp.Addr)
-		missing := make(map[string]bool, len(a.Missing))
-		for _, m := range a.Missing {
-			missing[m] = true
-		}
 		var again []int
-		for _, i := range idx {
-			esc := keys[i].esc
-			if val, ok := a.Found[esc]; ok {
-				outs[i] = outcome{found: true, value: val, addr: resp.Addr}
-			} else if missing[esc] {
+		for j, i := range idx {
+			e := &entries[j]
+			switch {
+			case e.Kind == wire.BatchFound:
+				outs[i] = outcome{found: true, value: e.Value, addr: resp.Addr}
+			case e.Kind == wire.BatchMissing:
 				outs[i] = outcome{addr: resp.Addr}
-			} else if reason, ok := a.Failed[esc]; ok && reason == wire.ReasonNotHeld {
+			case e.Kind == wire.BatchFailed && e.Reason == wire.ReasonNotHeld:
 				again = append(again, i)
-			} else if ok && wire.FailStatus(reason) == wire.StatusUnavailable {
+			case e.Kind == wire.BatchFailed && wire.FailStatus(e.Reason) == wire.StatusUnavailable:
 				// Shedding, or the key's block is being rebuilt there:
 				// another replica may answer it.
-				last[i] = outcome{reason: reason, retryAfter: "1", addr: resp.Addr}
+				last[i] = outcome{reason: e.Reason, retryAfter: "1", addr: resp.Addr}
 				again = append(again, i)
-			} else if ok {
-				outs[i] = outcome{reason: reason, addr: resp.Addr}
-			} else {
+			case e.Kind == wire.BatchFailed:
+				outs[i] = outcome{reason: e.Reason, addr: resp.Addr}
+			default:
 				outs[i] = outcome{reason: wire.FailReason(wire.StatusNoReplica, "key left out by "+resp.Addr)}
 			}
 		}
 		s.bm.retried.Add(float64(len(again)))
 		idx = again
 	}
+}
+
+// answerEntries reads storaged's answer to keys[idx]: an entry for
+// each, in idx's order, from the compact form routerd asks for, or from
+// the JSON of a storaged that does not offer it (an older one, during an
+// upgrade). A key the JSON leaves out has an entry of kind 0.
+func answerEntries(resp *proxy.Response, keys []batchKey, idx []int) (version string, entries []wire.BatchEntry, err error) {
+	if mt, _, _ := strings.Cut(resp.ContentType, ";"); strings.TrimSpace(mt) == wire.ContentTypeBatchBinary {
+		version, entries, err = wire.DecodeBatchBinary(resp.Body)
+		if err == nil && len(entries) != len(idx) {
+			err = fmt.Errorf("server: compact answer of %d keys to %d", len(entries), len(idx))
+		}
+		return version, entries, err
+	}
+	a, err := wire.DecodeBatchAnswer(resp.Body)
+	if err != nil {
+		return "", nil, err
+	}
+	missing := make(map[string]bool, len(a.Missing))
+	for _, m := range a.Missing {
+		missing[m] = true
+	}
+	entries = make([]wire.BatchEntry, len(idx))
+	for j, i := range idx {
+		esc := keys[i].esc
+		if val, ok := a.Found[esc]; ok {
+			entries[j] = wire.BatchEntry{Kind: wire.BatchFound, Value: val}
+		} else if missing[esc] {
+			entries[j].Kind = wire.BatchMissing
+		} else if reason, ok := a.Failed[esc]; ok {
+			entries[j] = wire.BatchEntry{Kind: wire.BatchFailed, Reason: reason}
+		}
+	}
+	return a.Version, entries, nil
 }
 
 // failOutcome is the per-key form of a proxy error (see proxyStatus).
@@ -273,7 +357,8 @@ func failOutcome(err error, pinned bool) outcome {
 // the pinned version, it is 410, as a pinned GET; when every replica
 // said the db is gone, 404 without a version, as a GET.
 func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Version, keys []batchKey, outs []outcome) int {
-	a := wire.NewBatchAnswer(version, len(keys))
+	raws := make([]string, 0, len(keys))
+	entries := make([]wire.BatchEntry, 0, len(keys))
 	shed, gone, noDB, retryAfter := 0, 0, 0, ""
 	var addrs []string
 	for i, k := range keys {
@@ -281,18 +366,10 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		if o.addr != "" && !slices.Contains(addrs, o.addr) {
 			addrs = append(addrs, o.addr)
 		}
-		for _, raw := range k.raws {
-			switch {
-			case o.reason != "":
-				a.Failed[raw] = o.reason
-			case o.found:
-				a.Found[raw] = o.value
-			default:
-				a.Missing = append(a.Missing, raw)
-			}
-		}
+		var e wire.BatchEntry
 		switch {
 		case o.reason != "":
+			e = wire.BatchEntry{Kind: wire.BatchFailed, Reason: o.reason}
 			s.bm.failed.Inc()
 			switch wire.FailStatus(o.reason) {
 			case wire.StatusVersionGone:
@@ -305,9 +382,15 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 				retryAfter = max(retryAfter, o.retryAfter)
 			}
 		case o.found:
+			e = wire.BatchEntry{Kind: wire.BatchFound, Value: o.value}
 			s.bm.found.Inc()
 		default:
+			e.Kind = wire.BatchMissing
 			s.bm.missing.Inc()
+		}
+		for _, raw := range k.raws {
+			raws = append(raws, raw)
+			entries = append(entries, e)
 		}
 	}
 	h := w.Header()
@@ -321,10 +404,7 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		delete(h, wire.HeaderVersion)
 		return httpError(w, http.StatusNotFound, "no such db")
 	}
-	body, err := a.Encode()
-	if err != nil {
-		return httpError(w, http.StatusInternalServerError, err.Error())
-	}
+	body := wire.AppendBatchJSON(make([]byte, 0, wire.BatchJSONSize(version, raws, entries)), version, raws, entries)
 	if len(addrs) > 0 {
 		slices.Sort(addrs)
 		h[wire.HeaderProxiedTo] = []string{strings.Join(addrs, ", ")}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,23 @@ type batchNodes struct {
 	status  map[string]int // by addr; 0 means answer
 	notHeld map[string]bool
 	corrupt map[string]bool
+	// json makes the nodes answer JSON, as a storaged that does not
+	// offer the compact answer; else they answer in it, as storaged
+	// does when routerd asks.
+	json bool
+	// noRecord keeps no calls (benchmarks); pad makes found values at
+	// least this long.
+	noRecord bool
+	pad      int
+}
+
+// value is the scripted value of k.
+func (f *batchNodes) value(version string, k []byte) []byte {
+	v := []byte(version + ":" + string(k))
+	for len(v) < f.pad {
+		v = append(v, 'v')
+	}
+	return v
 }
 
 type batchCall struct {
@@ -36,18 +54,35 @@ type batchCall struct {
 
 func (f *batchNodes) Get(ctx context.Context, addr string, req *proxy.Request) (*proxy.Response, error) {
 	f.mu.Lock()
-	c := batchCall{addr: addr}
-	for _, k := range req.Keys {
-		c.keys = append(c.keys, string(k))
+	if !f.noRecord {
+		c := batchCall{addr: addr}
+		for _, k := range req.Keys {
+			c.keys = append(c.keys, string(k))
+		}
+		f.calls = append(f.calls, c)
 	}
-	f.calls = append(f.calls, c)
-	code, notHeld, corrupt := f.status[addr], f.notHeld[addr], f.corrupt[addr]
+	code, notHeld, corrupt, asJSON := f.status[addr], f.notHeld[addr], f.corrupt[addr], f.json
 	f.mu.Unlock()
 	switch {
 	case code != 0:
 		return &proxy.Response{Status: code, RetryAfter: "7"}, nil
 	case req.Keys == nil:
 		return &proxy.Response{Status: 200, Version: req.Version, Body: []byte(req.Version + ":" + string(req.Key))}, nil
+	case !asJSON:
+		body := wire.AppendBatchBinaryHead(nil, req.Version, len(req.Keys))
+		for _, k := range req.Keys {
+			switch {
+			case notHeld:
+				body = wire.AppendBatchFailed(body, wire.ReasonNotHeld)
+			case corrupt && strings.HasPrefix(string(k), "rot"):
+				body = wire.AppendBatchFailed(body, wire.FailReason(wire.StatusUnavailable, "partition corrupt on this node; being rebuilt"))
+			case strings.HasPrefix(string(k), "missing"):
+				body = wire.AppendBatchMissing(body)
+			default:
+				body = wire.AppendBatchFound(body, f.value(req.Version, k))
+			}
+		}
+		return &proxy.Response{Status: 200, Version: req.Version, Body: body, ContentType: wire.ContentTypeBatchBinary}, nil
 	}
 	a := wire.NewBatchAnswer(req.Version, len(req.Keys))
 	for _, k := range req.Keys {
@@ -60,11 +95,11 @@ func (f *batchNodes) Get(ctx context.Context, addr string, req *proxy.Request) (
 		case strings.HasPrefix(string(k), "missing"):
 			a.Missing = append(a.Missing, esc)
 		default:
-			a.Found[esc] = []byte(req.Version + ":" + string(k))
+			a.Found[esc] = f.value(req.Version, k)
 		}
 	}
 	body, err := a.Encode()
-	return &proxy.Response{Status: 200, Version: req.Version, Body: body}, err
+	return &proxy.Response{Status: 200, Version: req.Version, Body: body, ContentType: wire.ContentTypeJSON}, err
 }
 
 func (f *batchNodes) batchCalls() []batchCall {
@@ -117,40 +152,87 @@ func postBatch(t testing.TB, s http.Handler, target, body string, hdr ...string)
 	return rec, a
 }
 
-func TestBatchGroupsByPartition(t *testing.T) {
-	s, f := newBatchTestServer(t, 0)
-	var body strings.Builder
-	for i := 0; i < 20; i++ {
-		fmt.Fprintf(&body, "k%%2F%d\n", i)
-	}
-	body.WriteString("missing-1\nk/0\n")
-	rec, a := postBatch(t, s, "/db", body.String())
-	if a == nil || a.Version != "v2" || rec.Header().Get(wire.HeaderVersion) != "v2" {
-		t.Fatalf("status %d: %s", rec.Code, rec.Body)
-	}
-	for i := 0; i < 20; i++ {
-		if got := string(a.Found[fmt.Sprintf("k%%2F%d", i)]); got != fmt.Sprintf("v2:k/%d", i) {
-			t.Fatalf("key %d: %q", i, got)
+// TestBatchGroupsByReplicaSet: the keys of the partitions that the same
+// replicas hold go in one upstream request; the answer is the same
+// whether the nodes answer in the compact form or in JSON (an older
+// storaged).
+func TestBatchGroupsByReplicaSet(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		s, f := newBatchTestServer(t, 0)
+		f.json = asJSON
+		var body strings.Builder
+		for i := 0; i < 20; i++ {
+			fmt.Fprintf(&body, "k%%2F%d\n", i)
+		}
+		body.WriteString("missing-1\nk/0\n")
+		rec, a := postBatch(t, s, "/db", body.String())
+		if a == nil || a.Version != "v2" || rec.Header().Get(wire.HeaderVersion) != "v2" {
+			t.Fatalf("json %v: status %d: %s", asJSON, rec.Code, rec.Body)
+		}
+		for i := 0; i < 20; i++ {
+			if got := string(a.Found[fmt.Sprintf("k%%2F%d", i)]); got != fmt.Sprintf("v2:k/%d", i) {
+				t.Fatalf("json %v: key %d: %q", asJSON, i, got)
+			}
+		}
+		// k/0 is k%2F0 spelled another way: both are answered.
+		if string(a.Found["k/0"]) != "v2:k/0" || len(a.Missing) != 1 || a.Missing[0] != "missing-1" || len(a.Failed) != 0 {
+			t.Fatalf("json %v: answer %+v", asJSON, a)
+		}
+		// Both partitions are on a:1 and b:1: one request.
+		calls := f.batchCalls()
+		if len(calls) != 1 || len(calls[0].keys) != 21 {
+			t.Fatalf("json %v: %d upstream requests for 2 partitions of one replica set, want 1 of 21 distinct keys: %+v", asJSON, len(calls), calls)
 		}
 	}
-	// k/0 is k%2F0 spelled another way: both are answered.
-	if string(a.Found["k/0"]) != "v2:k/0" || len(a.Missing) != 1 || a.Missing[0] != "missing-1" || len(a.Failed) != 0 {
+
+	// Partitions 0 and 1 on {a, b} in either order, 2 on a alone: two
+	// requests, never mixing partitions of different replica sets.
+	var b topo.Builder
+	b.AddNode(topo.Node{Addr: "a:1", ShardID: "a:1"})
+	b.AddNode(topo.Node{Addr: "b:1", ShardID: "b:1"})
+	b.AddVersion("db", "v1", topo.VersionInfo{NumPartitions: 3, Created: created})
+	for p, replicas := range [][]string{{"a:1", "b:1"}, {"b:1", "a:1"}, {"a:1"}} {
+		for _, r := range replicas {
+			b.AddReplica("db", "v1", p, r)
+		}
+	}
+	mir := topo.NewMirror()
+	mir.Publish(b.Build(0))
+	s, f := newBatchTestServerOn(t, mir, 0)
+	var body strings.Builder
+	parts := map[int]int{}
+	for i := 0; i < 60; i++ {
+		k := fmt.Sprintf("k%d", i)
+		parts[partitioner.Partition([]byte(k), 3)]++
+		body.WriteString(k + "\n")
+	}
+	if len(parts) != 3 {
+		t.Fatalf("test keys cover partitions %v", parts)
+	}
+	if _, a := postBatch(t, s, "/db", body.String()); a == nil || len(a.Found) != 60 {
 		t.Fatalf("answer %+v", a)
 	}
 	calls := f.batchCalls()
 	if len(calls) != 2 {
-		t.Fatalf("%d upstream requests for 2 partitions: %+v", len(calls), calls)
+		t.Fatalf("%d upstream requests for 2 replica sets: %+v", len(calls), calls)
 	}
 	for _, c := range calls {
-		p := partitioner.Partition([]byte(c.keys[0]), 2)
-		for _, k := range c.keys {
-			if partitioner.Partition([]byte(k), 2) != p {
-				t.Fatalf("one request mixes partitions: %q", c.keys)
+		alone := partitioner.Partition([]byte(c.keys[0]), 3) == 2
+		want := parts[0] + parts[1]
+		if alone {
+			want = parts[2]
+			if c.addr != "a:1" {
+				t.Errorf("partition 2's keys sent to %s", c.addr)
 			}
 		}
-	}
-	if n := len(calls[0].keys) + len(calls[1].keys); n != 21 {
-		t.Fatalf("%d keys sent upstream, want 21 distinct", n)
+		for _, k := range c.keys {
+			if (partitioner.Partition([]byte(k), 3) == 2) != alone {
+				t.Fatalf("one request mixes replica sets: %q", c.keys)
+			}
+		}
+		if len(c.keys) != want {
+			t.Fatalf("request of %d keys, want %d", len(c.keys), want)
+		}
 	}
 }
 
@@ -311,4 +393,46 @@ func FuzzBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestChunks: a group goes upstream in requests of at most chunkKeys
+// keys, of even sizes, and within storaged's byte limit.
+func TestChunks(t *testing.T) {
+	mk := func(n, keyLen int) ([]batchKey, []int) {
+		keys := make([]batchKey, n)
+		idx := make([]int, n)
+		for i := range keys {
+			keys[i].esc = strings.Repeat("k", keyLen)
+			idx[i] = i
+		}
+		return keys, idx
+	}
+	for _, c := range []struct {
+		n, keyLen int
+		want      []int
+	}{
+		{1, 5, []int{1}},
+		{100, 5, []int{100}},
+		{101, 5, []int{51, 50}},
+		{300, 5, []int{100, 100, 100}},
+		{301, 5, []int{76, 76, 76, 73}},
+		// Byte-bound: 60 keys of 32 KiB are over 1 MiB.
+		{60, 32 << 10, []int{31, 29}},
+	} {
+		keys, idx := mk(c.n, c.keyLen)
+		var got []int
+		seen := 0
+		for _, ch := range chunks(keys, idx) {
+			got = append(got, len(ch))
+			for _, i := range ch {
+				if i != seen {
+					t.Fatalf("%d keys: chunk %v out of order", c.n, ch)
+				}
+				seen++
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d keys of %d bytes: chunks of %v, want %v", c.n, c.keyLen, got, c.want)
+		}
+	}
 }

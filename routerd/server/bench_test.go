@@ -65,3 +65,36 @@ func BenchmarkHandlerBatch(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHandlerBatch100 is the handler's cost for a batch of 100
+// keys of 100-byte values, as the bench's, on two partitions of one
+// replica set, with a scripted upstream that answers at once in the
+// compact form or in JSON (an older storaged).
+func BenchmarkHandlerBatch100(b *testing.B) {
+	for _, asJSON := range []bool{false, true} {
+		name := "compact"
+		if asJSON {
+			name = "json"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, f := newBatchTestServer(b, 0)
+			f.json, f.noRecord, f.pad = asJSON, true, 100
+			var body strings.Builder
+			for i := 0; i < 100; i++ {
+				fmt.Fprintf(&body, "key%010d\n", i)
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				w := &nullWriter{h: http.Header{}}
+				for pb.Next() {
+					clear(w.h)
+					r := httptest.NewRequest("POST", "/db", strings.NewReader(body.String()))
+					s.ServeHTTP(w, r)
+					if w.code != 200 {
+						b.Fatalf("status %d", w.code)
+					}
+				}
+			})
+		})
+	}
+}

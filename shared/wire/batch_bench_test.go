@@ -60,3 +60,18 @@ func BenchmarkBatchEncodeStd(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBatchDecodeBinary reads the same answer in the compact form,
+// positional, as routerd does (BenchmarkBatchDecode is its JSON).
+func BenchmarkBatchDecodeBinary(b *testing.B) {
+	body := AppendBatchBinaryHead(nil, "1", 100)
+	for range 100 {
+		body = AppendBatchFound(body, []byte(strings.Repeat("v", 100)))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := DecodeBatchBinary(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

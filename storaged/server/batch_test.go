@@ -2,12 +2,15 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -206,6 +209,11 @@ func FuzzBatchHandler(f *testing.F) {
 		if n := len(a.Found) + len(a.Missing) + len(a.Failed); n != len(keys) || a.Version != "v1" {
 			t.Fatalf("%d keys answered of %d, version %q", n, len(keys), a.Version)
 		}
+		rec = post(h, "/odd", body, "Accept", wire.ContentTypeBatchBinary)
+		version, entries, err := wire.DecodeBatchBinary(rec.Body.Bytes())
+		if rec.Code != 200 || err != nil || version != "v1" || len(entries) != len(keys) {
+			t.Fatalf("compact: status %d, %v, version %q, %d entries of %d keys", rec.Code, err, version, len(entries), len(keys))
+		}
 	})
 }
 
@@ -238,5 +246,105 @@ func TestBatchCorruptBlock(t *testing.T) {
 	}
 	if len(a.Found)+len(a.Missing)+len(a.Failed) != len(recs) || len(a.Found) == 0 {
 		t.Fatalf("found %d, missing %d, failed %d of %d keys", len(a.Found), len(a.Missing), len(a.Failed), len(recs))
+	}
+}
+
+// TestBatchCompactAnswer: a router that asks for the compact answer
+// (Accept: wire.ContentTypeBatchBinary) gets an entry for each distinct
+// key in the request's order, saying what the JSON answer to the same
+// request says; a request that does not ask, as an older routerd's,
+// curl's or Envoy's, still gets JSON.
+func TestBatchCompactAnswer(t *testing.T) {
+	h := newBatchServer(t, []int{0, 1, 2}, Options{})
+	var keys [][]byte
+	for _, r := range oddRecords() {
+		keys = append(keys, r.Key)
+	}
+	keys = append(keys, []byte("no such key"), []byte("/"))
+	body := batchBody(keys...)
+	for _, accept := range []string{"", wire.ContentTypeJSON, "*/*", wire.ContentTypeBatchBinary + ";q=0"} {
+		rec := post(h, "/odd", body, "Accept", accept)
+		if ct := rec.Header().Get("Content-Type"); rec.Code != 200 || ct != wire.ContentTypeJSON {
+			t.Fatalf("Accept %q: status %d, Content-Type %q", accept, rec.Code, ct)
+		}
+	}
+	a, err := wire.DecodeBatchAnswer(post(h, "/odd", body).Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := post(h, "/odd", body, "Accept", wire.ContentTypeBatchBinary+", "+wire.ContentTypeJSON+";q=0.5")
+	if ct := rec.Header().Get("Content-Type"); rec.Code != 200 || ct != wire.ContentTypeBatchBinary || rec.Header().Get(wire.HeaderVersion) != "v1" {
+		t.Fatalf("status %d, Content-Type %q, version %q", rec.Code, ct, rec.Header().Get(wire.HeaderVersion))
+	}
+	if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
+		t.Fatalf("Content-Length %s for %d bytes", cl, rec.Body.Len())
+	}
+	version, entries, err := wire.DecodeBatchBinary(rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, _ := wire.ParseBatch([]byte(body), wire.BatchLimits{})
+	if version != "v1" || len(entries) != len(parsed) {
+		t.Fatalf("version %q, %d entries for %d distinct keys", version, len(entries), len(parsed))
+	}
+	kinds := map[byte]int{}
+	for i, k := range parsed {
+		e := entries[i]
+		kinds[e.Kind]++
+		switch e.Kind {
+		case wire.BatchFound:
+			if v, ok := a.Found[k.Raw]; !ok || !bytes.Equal(v, e.Value) {
+				t.Errorf("key %q: compact value of %d bytes, JSON's %v %d bytes", k.Raw, len(e.Value), ok, len(v))
+			}
+		case wire.BatchMissing:
+			if !slices.Contains(a.Missing, k.Raw) {
+				t.Errorf("key %q missing in the compact answer only", k.Raw)
+			}
+		case wire.BatchFailed:
+			if a.Failed[k.Raw] != e.Reason {
+				t.Errorf("key %q failed with %q, in JSON %q", k.Raw, e.Reason, a.Failed[k.Raw])
+			}
+		}
+	}
+	if kinds[wire.BatchFound] == 0 || kinds[wire.BatchMissing] != 1 || kinds[wire.BatchFailed] == 0 {
+		t.Fatalf("kinds %v: want found, one missing and failed (partition 3 not held) keys", kinds)
+	}
+	// None of its keys held: 421, as in JSON.
+	var other [][]byte
+	for _, k := range keys {
+		if partitioner.Partition(k, 4) == 3 {
+			other = append(other, k)
+		}
+	}
+	if rec := post(h, "/odd", batchBody(other...), "Accept", wire.ContentTypeBatchBinary); rec.Code != http.StatusMisdirectedRequest {
+		t.Fatalf("compact batch of no held partition: %d, want 421", rec.Code)
+	}
+}
+
+// TestBatchSlots: batches look keys up a CPU's worth at a time; one
+// more waits for a turn, and gives up with its client.
+func TestBatchSlots(t *testing.T) {
+	srv := newBatchServer(t, nil, Options{}).(*Server)
+	for range cap(srv.batchSlots) {
+		srv.batchSlots <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequest("POST", "/odd", strings.NewReader("%2F\n")).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != wire.StatusUnavailable || ctx.Err() == nil {
+		t.Fatalf("a batch with every slot taken: %d (context %v), want 503 once its client left", rec.Code, ctx.Err())
+	}
+	done := make(chan int)
+	go func() { done <- post(srv, "/odd", "%2F\n").Code }()
+	select {
+	case code := <-done:
+		t.Fatalf("answered %d with every slot taken", code)
+	case <-time.After(50 * time.Millisecond):
+	}
+	<-srv.batchSlots
+	if code := <-done; code != 200 {
+		t.Fatalf("once a slot is free: %d", code)
 	}
 }

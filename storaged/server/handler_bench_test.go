@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"spangle/shared/wire"
 )
 
 // nullWriter is a ResponseWriter that keeps nothing, so that
@@ -37,21 +39,27 @@ func BenchmarkHandlerGet(b *testing.B) {
 
 // BenchmarkHandlerBatch is the handler's cost for a batch of 16 keys of
 // the test data (found and missing), the body read and the lookups
-// included.
+// included: answered in JSON, as to an app, and in the compact form
+// routerd asks for.
 func BenchmarkHandlerBatch(b *testing.B) {
 	s := newFixture(b, Options{}).handler
 	var body strings.Builder
 	for i := 0; i < 16; i++ {
 		fmt.Fprintf(&body, "%d/boy\n", 1880+i)
 	}
-	w := &nullWriter{h: http.Header{}}
-	b.ReportAllocs()
-	for b.Loop() {
-		clear(w.h)
-		r := httptest.NewRequest("POST", "/baby-names", strings.NewReader(body.String()))
-		s.ServeHTTP(w, r)
-		if w.code != http.StatusOK {
-			b.Fatalf("status %d", w.code)
-		}
+	for _, accept := range []string{wire.ContentTypeJSON, wire.ContentTypeBatchBinary} {
+		b.Run(strings.TrimPrefix(accept, "application/"), func(b *testing.B) {
+			w := &nullWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				r := httptest.NewRequest("POST", "/baby-names", strings.NewReader(body.String()))
+				r.Header.Set("Accept", accept)
+				s.ServeHTTP(w, r)
+				if w.code != http.StatusOK {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+		})
 	}
 }

@@ -98,6 +98,7 @@ type Server struct {
 	lengths     [][]string // Content-Length values of short bodies, by length
 	inflight    atomic.Int64
 	batchRead   wire.BatchRead // its Budget is the node's
+	batchSlots  chan struct{}  // batches looking keys up at once (batch.go)
 	values      sync.Pool      // *[]byte for values, see valueBuffer
 	metrics     *metrics
 	batch       *batchMetrics
@@ -126,7 +127,7 @@ func New(opts Options) (*Server, error) {
 	}
 	secs := int((opts.RetryAfter + time.Second - 1) / time.Second)
 	s := &Server{
-		opts: opts, log: opts.Log,
+		opts: opts, log: opts.Log, batchSlots: newBatchSlots(),
 		contentType: []string{opts.ContentType},
 		retryAfter:  []string{strconv.Itoa(secs)},
 	}

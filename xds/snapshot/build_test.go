@@ -127,7 +127,7 @@ func TestBuild(t *testing.T) {
 		rnames = append(rnames, rt.Name)
 	}
 	// b/1's only replica is unresolved; b/2 has none at all.
-	wantRoutes := []string{"a/0", "a/1", "a/2", "a/routerd", "b/0", "b/routerd", "routerd"}
+	wantRoutes := []string{"a/0", "a/1", "a/2", "a/routerd", "b/0", "b/routerd", "batch", "routerd"}
 	if !reflect.DeepEqual(rnames, wantRoutes) {
 		t.Errorf("routes %v, want %v", rnames, wantRoutes)
 	}
@@ -158,6 +158,31 @@ func TestBuild(t *testing.T) {
 	}
 	if routes[3].GetRoute().GetCluster() != "spangle/routerd" || routes[3].GetMatch().GetHeaders() != nil {
 		t.Errorf("fallback route %v", routes[3])
+	}
+
+	// A batch (POST /<db>) goes to routerd with a batch's bound, not a
+	// lookup's proxy_timeout: max(batch_timeout, proxy_timeout) +
+	// proxy_timeout.
+	batch := routes[6]
+	if batch.GetMatch().GetPrefix() != "/" || len(batch.GetMatch().GetHeaders()) != 1 ||
+		batch.GetMatch().GetHeaders()[0].GetName() != ":method" ||
+		batch.GetMatch().GetHeaders()[0].GetStringMatch().GetExact() != "POST" {
+		t.Errorf("batch route match %v", batch.GetMatch())
+	}
+	if batch.GetRoute().GetCluster() != "spangle/routerd" || batch.GetRoute().GetTimeout().AsDuration() != DefaultBatchTimeout+200*time.Millisecond {
+		t.Errorf("batch route action %v", batch.GetRoute())
+	}
+	for _, c := range []struct {
+		batch, proxy, want time.Duration
+	}{
+		{0, 0, DefaultBatchTimeout + DefaultProxyTimeout},
+		{3 * time.Second, 100 * time.Millisecond, 3100 * time.Millisecond},
+		// batch_timeout shorter than proxy_timeout counts as it, as in routerd.
+		{50 * time.Millisecond, time.Second, 2 * time.Second},
+	} {
+		if got := BatchRouteTimeout(Options{BatchTimeout: c.batch, ProxyTimeout: c.proxy}); got != c.want {
+			t.Errorf("BatchRouteTimeout(batch %v, proxy %v) = %v, want %v", c.batch, c.proxy, got, c.want)
+		}
 	}
 
 	// The listener runs the script for exactly the served dbs, then routes.

@@ -15,6 +15,7 @@ const (
 	DefaultName               = "spangle"
 	DefaultProxyTimeout       = 100 * time.Millisecond
 	DefaultProxyStageTimeout  = 50 * time.Millisecond
+	DefaultBatchTimeout       = 10 * time.Second
 	DefaultConnectTimeout     = 250 * time.Millisecond
 	DefaultMaxConnections     = 1024
 	DefaultMaxPendingRequests = 1024
@@ -51,6 +52,10 @@ type Options struct {
 	// ProxyStageTimeout is how long one replica gets before Envoy hedges
 	// to the next one, without cancelling the first.
 	ProxyStageTimeout time.Duration
+	// BatchTimeout is routerd's batch_timeout, the longest it waits for
+	// a batch's keys; the batch route's timeout follows from it
+	// (BatchRouteTimeout).
+	BatchTimeout time.Duration
 	// ConnectTimeout bounds a connection to a storaged.
 	ConnectTimeout time.Duration
 	// Circuit breaker limits, per partition cluster.
@@ -110,6 +115,7 @@ func (o Options) withDefaults() Options {
 	set(&o.MaxEjectionPercent, DefaultMaxEjectionPercent)
 	setD(&o.ProxyTimeout, DefaultProxyTimeout)
 	setD(&o.ProxyStageTimeout, DefaultProxyStageTimeout)
+	setD(&o.BatchTimeout, DefaultBatchTimeout)
 	setD(&o.ConnectTimeout, DefaultConnectTimeout)
 	setD(&o.OutlierInterval, DefaultOutlierInterval)
 	setD(&o.BaseEjectionTime, DefaultBaseEjectionTime)

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -50,7 +51,7 @@ func routeConfig(dbs []Served, endpoints map[string]int, o Options) (*routev3.Ro
 			Action: clusterAction(routerd),
 		})
 	}
-	routes = append(routes, &routev3.Route{
+	routes = append(routes, batchRoute(routerd, o), &routev3.Route{
 		Name:   "routerd",
 		Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 		Action: clusterAction(routerd),
@@ -72,6 +73,38 @@ func clusterAction(cluster string) *routev3.Route_Route {
 	return &routev3.Route_Route{Route: &routev3.RouteAction{
 		ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster},
 	}}
+}
+
+// batchRoute sends a batch lookup (POST /<db>; no partition route takes
+// it, their prefix being "/<db>/") to routerd with the bound routerd
+// gives a batch, not a lookup's ProxyTimeout nor Envoy's default of 15
+// s: routerd waits for a batch's keys up to max(BatchTimeout,
+// ProxyTimeout) after its body is read (within that, a deadline of
+// ProxyTimeout plus batch_key_timeout a key, past which it waits only on
+// replicas that keep answering), then answers each key, the ones it
+// gave up on failed with 504. Envoy cannot count the keys, so the route
+// takes that outer bound, plus ProxyTimeout for routerd to write its
+// answer: Envoy never cuts off an answer routerd is about to give. Like
+// routerd's, Envoy's route timeout starts once the request body is in.
+func batchRoute(routerd string, o Options) *routev3.Route {
+	return &routev3.Route{
+		Name: "batch",
+		Match: &routev3.RouteMatch{
+			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+			Headers:       []*routev3.HeaderMatcher{exactHeader(":method", "POST")},
+		},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: routerd},
+			Timeout:          durationpb.New(BatchRouteTimeout(o)),
+		}},
+	}
+}
+
+// BatchRouteTimeout is the timeout of the batch route: max(BatchTimeout,
+// ProxyTimeout) + ProxyTimeout, of o with its defaults.
+func BatchRouteTimeout(o Options) time.Duration {
+	o = o.withDefaults()
+	return max(o.BatchTimeout, o.ProxyTimeout) + o.ProxyTimeout
 }
 
 // partitionRoute sends one partition's keys to its replicas, pinned to

@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"spangle/shared/wire"
+)
+
+// TestHTTPUpstreamBatch: a batch is POST /<db> of the escaped keys,
+// pinned, asking for the compact answer; the answer's Content-Type
+// says which form came back, so an older storaged's JSON is read too.
+func TestHTTPUpstreamBatch(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if r.Method != "POST" || r.URL.EscapedPath() != "/db" || string(body) != "a%2Fb\nc\n" || r.Header.Get(wire.HeaderVersion) != "v7" {
+				t.Errorf("%s %s %q version %q", r.Method, r.URL.EscapedPath(), body, r.Header.Get(wire.HeaderVersion))
+			}
+			if !wire.BatchAccepts(r.Header) {
+				t.Errorf("Accept %q: the compact answer not asked for", r.Header.Values("Accept"))
+			}
+			w.Header().Set(wire.HeaderVersion, "v7")
+			if old {
+				w.Header().Set("Content-Type", wire.ContentTypeJSON)
+				io.WriteString(w, `{"version":"v7","found":{"a%2Fb":"eA=="},"missing":["c"],"failed":{}}`)
+				return
+			}
+			w.Header().Set("Content-Type", wire.ContentTypeBatchBinary)
+			w.Write(wire.AppendBatchMissing(wire.AppendBatchFound(wire.AppendBatchBinaryHead(nil, "v7", 2), []byte("x"))))
+		}))
+		u := NewHTTPUpstream(HTTPOptions{})
+		resp, err := u.Get(context.Background(), strings.TrimPrefix(srv.URL, "http://"),
+			&Request{DB: "db", Version: "v7", Keys: [][]byte{[]byte("a/b"), []byte("c")}})
+		u.CloseIdleConnections()
+		srv.Close()
+		if err != nil || resp.Status != 200 || resp.Version != "v7" {
+			t.Fatalf("old %v: %+v %v", old, resp, err)
+		}
+		switch {
+		case old && resp.ContentType != wire.ContentTypeJSON:
+			t.Fatalf("JSON answer of Content-Type %q", resp.ContentType)
+		case !old:
+			v, entries, err := wire.DecodeBatchBinary(resp.Body)
+			if err != nil || resp.ContentType != wire.ContentTypeBatchBinary || v != "v7" || len(entries) != 2 || string(entries[0].Value) != "x" {
+				t.Fatalf("compact answer %q (%q): %v", resp.Body, resp.ContentType, err)
+			}
+		}
+	}
+}
