@@ -15,15 +15,17 @@ import (
 	"spangle/storaged/retry"
 )
 
-// startLoadLocked starts loading db/name in the background.
-func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []source.File) {
+// startLoadLocked starts loading db/name in the background. local: the
+// local store holds it complete, and reopening it does not queue behind
+// builds.
+func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []source.File, local bool) {
 	parent := m.ctx
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
 	vs := &vstate{name: name, files: files, cancel: cancel, started: m.opts.Now(), durable: make(chan struct{}),
-		progress: &loader.Progress{}}
+		progress: &loader.Progress{}, local: local}
 	m.toLocked(db, vs, building)
 	d.versions[name] = vs
 	m.publishLocked()
@@ -60,9 +62,16 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.setReason(vs, "")
 		}
 	}
-	// The wait for the cluster above is not the load's own time: took
-	// starts here, and the wait is reported apart.
+	// The waits for the cluster and for a build slot are not the load's
+	// own time: took starts after them, and they are reported apart.
 	clusterWait := time.Since(waitStart)
+	release := func() {}
+	if err == nil && !vs.local {
+		m.setReason(vs, reasonWaitingForSlot)
+		release, err = m.queue.acquire(ctx, m.opts.Hooks.buildOrder(db))
+		m.setReason(vs, "")
+	}
+	queueWait := time.Since(waitStart) - clusterWait
 	start := time.Now()
 	if err == nil {
 		stop := make(chan struct{})
@@ -72,6 +81,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			v, pending = openedVersion(db, vs.name, o, m.rep.Reports()), o.Pending
 		}
 		close(stop)
+		release()
 	}
 	took := time.Since(start)
 
@@ -139,6 +149,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	if m.opts.Hooks.Held != nil {
 		fields = append(fields, zap.Duration("cluster_wait", clusterWait))
 	}
+	fields = append(fields, zap.Duration("queue_wait", queueWait))
 	m.log.Info("version loaded", fields...)
 	if f := m.opts.Hooks.PartitionReady; f != nil {
 		for _, p := range v.held {
@@ -191,6 +202,10 @@ func (m *Manager) makeDurable(db string, vs *vstate, p *builder.Pending) {
 // reasonWaitingForCluster is /healthz's reason of a BUILDING version
 // whose partitions the cluster has not decided yet (Hooks.Held blocks).
 const reasonWaitingForCluster = "waiting for the cluster to decide this node's partitions"
+
+// reasonWaitingForSlot is /healthz's reason of a BUILDING version that
+// waits for other versions' builds to finish (buildQueue).
+const reasonWaitingForSlot = "waiting for other versions' builds to finish"
 
 // setReason sets the reason a building version shows.
 func (m *Manager) setReason(vs *vstate, reason string) {

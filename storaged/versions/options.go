@@ -62,6 +62,21 @@ type Hooks struct {
 	// cluster's pin is not known now, and the pin in force stays. nil:
 	// standalone, the marker is read at every scan.
 	Pin func(db string) (p topo.Pin, ok bool)
+	// BuildOrder places db in the order in which versions waiting to be
+	// built are admitted, lowest first (see buildQueue). Cluster mode
+	// rotates DBOrder by the node's place in the cluster (RotatedOrder)
+	// so that the replicas of a partition are built at different times.
+	// nil: first come, first built.
+	BuildOrder func(db string) uint64
+}
+
+// buildOrder is db's key in the build queue: BuildOrder's, or 0 (first
+// come first) without it.
+func (h Hooks) buildOrder(db string) uint64 {
+	if h.BuildOrder == nil {
+		return 0
+	}
+	return h.BuildOrder(db)
 }
 
 // held returns the partitions of db/version (n partitions) this node
@@ -111,7 +126,8 @@ type Options struct {
 	// and retry.DefaultMax.
 	RetryMin, RetryMax time.Duration
 	// MaxParallelLoads bounds the files read at once over all loads;
-	// default GOMAXPROCS.
+	// default GOMAXPROCS. Twice as many versions are built at once, the
+	// others waiting their turn (buildQueue).
 	MaxParallelLoads int
 	// Loader tunes loading; its Limit and Log are set by the manager.
 	Loader loader.Options
