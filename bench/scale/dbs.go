@@ -2,6 +2,7 @@ package scale
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,7 +200,7 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 		st, err := r.start(fmt.Sprintf("storaged-dbs%d-%d", n, i+1), func(addr string) []string {
 			return []string{r.o.Storaged, "--source", root, "--local-store", store, "--bind", addr, "--advertise", addr,
 				"--zk", zks.Addr(), "--cluster", clusterName, "--time-to-converge", converge, "--refresh-period", "0",
-				"--log-level", "warn"}
+				"--log-level", cmp.Or(r.o.DBsLogLevel, "warn")}
 		})
 		if err != nil {
 			return p, err
