@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -152,9 +153,18 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	fields = append(fields, zap.Duration("queue_wait", queueWait))
 	m.log.Info("version loaded", fields...)
 	if f := m.opts.Hooks.PartitionReady; f != nil {
+		// Together: cluster mode publishes each in ZooKeeper, and calls
+		// waiting at once go in one multi-op, where one after another
+		// each waited for its own round trip.
+		var wg sync.WaitGroup
 		for _, p := range v.held {
-			f(db, vs.name, p, n)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f(db, vs.name, p, n)
+			}()
 		}
+		wg.Wait()
 	}
 	m.mu.Lock()
 	if d.versions[vs.name] == vs && vs.phase == loaded {

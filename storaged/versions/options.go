@@ -40,7 +40,8 @@ type Hooks struct {
 	// the active version; it answers pinned requests meanwhile.
 	Gated bool
 	// PartitionReady is called for each held partition once the version
-	// is loaded and the partition answers requests.
+	// is loaded and the partition answers requests; for the partitions of
+	// one version, all at once from as many goroutines.
 	PartitionReady func(db, version string, partition, n int)
 	// BeforeRemove is called before a loaded version stops answering and
 	// is deleted, with the partitions it held.
