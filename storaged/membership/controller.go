@@ -148,7 +148,19 @@ func (c *Controller) Hooks() versions.Hooks {
 		DBRemoved:      c.dbRemoved,
 		Pin:            c.pin,
 		BuildOrder:     c.buildOrder,
+		PeerServed:     c.peerServed,
 	}
+}
+
+// peerServed reports whether another node's replica of partition p of
+// db/version is in the cluster map.
+func (c *Controller) peerServed(db, version string, p int) bool {
+	for _, addr := range c.opts.Conn.Map().Replicas(db, version, p) {
+		if addr != c.opts.Node.Addr {
+			return true
+		}
+	}
+	return false
 }
 
 // buildOrder is db's place in this node's build order: the order every

@@ -66,6 +66,18 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	// The waits for the cluster and for a build slot are not the load's
 	// own time: took starts after them, and they are reported apart.
 	clusterWait := time.Since(waitStart)
+	// Which partitions peers serve now, before this version waits its
+	// turn (Hooks.PeerServed).
+	var copyable func(p int) bool
+	if f := m.opts.Hooks.PeerServed; err == nil && f != nil {
+		served := map[int]bool{}
+		for _, p := range held {
+			if f(db, vs.name, p) {
+				served[p] = true
+			}
+		}
+		copyable = func(p int) bool { return served[p] }
+	}
 	release := func() {}
 	if err == nil && !vs.local {
 		m.setReason(vs, reasonWaitingForSlot)
@@ -78,7 +90,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		stop := make(chan struct{})
 		go logProgress(m.log, m.opts.ProgressEvery, db, vs.name, vs.progress, stop)
 		var o builder.Opened
-		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, vs.progress); err == nil {
+		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, copyable, vs.progress); err == nil {
 			v, pending = openedVersion(db, vs.name, o, m.rep.Reports()), o.Pending
 		}
 		close(stop)

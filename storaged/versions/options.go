@@ -63,6 +63,17 @@ type Hooks struct {
 	// cluster's pin is not known now, and the pin in force stays. nil:
 	// standalone, the marker is read at every scan.
 	Pin func(db string) (p topo.Pin, ok bool)
+	// PeerServed reports whether another node serves partition p of
+	// db/version now. The manager asks it when it has decided a
+	// version's partitions, before the version waits for a build slot,
+	// and copies from peers (CopyPartition) only the partitions served
+	// then: a version pinned again, or one this node lost with its disk.
+	// What peers register later, while this node waits its turn, they
+	// built from the same source at the same time, and for the small
+	// partitions of a start with many dbs a copy (a peer's read, a
+	// transfer, a check of every block) costs more than the build. nil:
+	// every partition a peer serves when it is built is copied.
+	PeerServed func(db, version string, p int) bool
 	// BuildOrder places db in the order in which versions waiting to be
 	// built are admitted, lowest first (see buildQueue). Cluster mode
 	// rotates DBOrder by the node's place in the cluster (RotatedOrder)
