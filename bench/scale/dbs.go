@@ -1,14 +1,18 @@
 package scale
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +53,12 @@ type DBsPoint struct {
 	// ActiveS is from the processes' start until routerd serves version
 	// 1 of every db (polled every 100 ms).
 	ActiveS float64 `json:"active_s"`
+	// HalfS is from the start until routerd serves version 1 of half
+	// the dbs; StoragedCPUS the three storaged's CPU time (user and
+	// system) from their start until every db was served: steadier than
+	// the times on a shared machine.
+	HalfS        float64 `json:"half_s,omitempty"`
+	StoragedCPUS float64 `json:"storaged_cpu_s,omitempty"`
 	// SettledS is from the start until every partition has its
 	// replication's replicas registered and ZooKeeper's znode and watch
 	// counts stopped changing.
@@ -190,7 +200,7 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 		st, err := r.start(fmt.Sprintf("storaged-dbs%d-%d", n, i+1), func(addr string) []string {
 			return []string{r.o.Storaged, "--source", root, "--local-store", store, "--bind", addr, "--advertise", addr,
 				"--zk", zks.Addr(), "--cluster", clusterName, "--time-to-converge", converge, "--refresh-period", "0",
-				"--log-level", "warn"}
+				"--log-level", cmp.Or(r.o.DBsLogLevel, "warn")}
 		})
 		if err != nil {
 			return p, err
@@ -203,11 +213,20 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 	if err != nil {
 		return p, err
 	}
-	if err := waitServed(ctx, c.routerd, "", n, dataset.Version, 100*time.Millisecond); err != nil {
+	half := func() { p.HalfS = time.Since(t0).Seconds() }
+	if err := waitServed(ctx, c.routerd, "", n, dataset.Version, 100*time.Millisecond, half); err != nil {
 		return p, err
 	}
 	p.ActiveS = time.Since(t0).Seconds()
-	r.log.Info("every db served", zap.Int("dbs", n), zap.Float64("s", p.ActiveS))
+	for _, st := range c.storaged {
+		cpu, err := cpuSeconds(st.Pid())
+		if err != nil {
+			return p, err
+		}
+		p.StoragedCPUS += cpu
+	}
+	r.log.Info("every db served", zap.Int("dbs", n), zap.Float64("s", p.ActiveS), zap.Float64("half_s", p.HalfS),
+		zap.Float64("storaged_cpu_s", p.StoragedCPUS))
 	// routerd serves a version once each partition has one replica; the
 	// second replicas register later. The idle window must start after.
 	if err := waitReplicated(ctx, c.routerd, n, replication); err != nil {
@@ -259,7 +278,7 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 			return p, err
 		}
 	}
-	if err := waitServed(ctx, c.routerd, dbName(0), 1, v2, 10*time.Millisecond); err != nil {
+	if err := waitServed(ctx, c.routerd, dbName(0), 1, v2, 10*time.Millisecond, nil); err != nil {
 		return p, err
 	}
 	served := time.Now()
@@ -305,8 +324,9 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 }
 
 // waitServed polls routerd's status (of db, or of all when db is "")
-// until it lists n dbs and serves version of each.
-func waitServed(ctx context.Context, rd *proc.Process, db string, n int, version string, every time.Duration) error {
+// until it lists n dbs and serves version of each. half, when not nil, is
+// called once when it serves version of half of n.
+func waitServed(ctx context.Context, rd *proc.Process, db string, n int, version string, every time.Duration, half func()) error {
 	var st struct {
 		DBs map[string]struct {
 			Served string `json:"served_version"`
@@ -314,15 +334,20 @@ func waitServed(ctx context.Context, rd *proc.Process, db string, n int, version
 	}
 	_, err := rd.WaitFor(ctx, "http://"+rd.Addr+"/"+db, every, 30*time.Minute, func(status int, body []byte) (bool, error) {
 		st.DBs = nil
-		if status != 200 || json.Unmarshal(body, &st) != nil || len(st.DBs) < n {
+		if status != 200 || json.Unmarshal(body, &st) != nil {
 			return false, nil
 		}
+		served := 0
 		for _, d := range st.DBs {
-			if d.Served != version {
-				return false, nil
+			if d.Served == version {
+				served++
 			}
 		}
-		return true, nil
+		if half != nil && 2*served >= n {
+			half()
+			half = nil
+		}
+		return len(st.DBs) >= n && served == len(st.DBs), nil
 	})
 	return err
 }
@@ -439,4 +464,29 @@ func pageSize(ctx context.Context, url string) (int, error) {
 		return 0, fmt.Errorf("scale: %w", err)
 	}
 	return int(n), nil
+}
+
+// cpuSeconds is a process's user and system CPU time so far, from
+// /proc/<pid>/stat (in clock ticks of 1/100 s, Linux's USER_HZ).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("scale: %w", err)
+	}
+	// The command name (field 2) may hold spaces: fields count from
+	// after its closing parenthesis, where field 3 is the state.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("scale: /proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("scale: /proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("scale: /proc/%d/stat: %w", pid, err)
+	}
+	return float64(utime+stime) / 100, nil
 }

@@ -48,6 +48,9 @@ type Options struct {
 	TempDir string
 	// Keep leaves the temporary dir (datasets, stores, logs) behind.
 	Keep bool
+	// DBsLogLevel is the --log-level of the dbs dimension's storaged
+	// (default warn; info logs each version's load, with Keep).
+	DBsLogLevel string
 	// Note is written above the figures (say, that this was a small run).
 	Note string
 	// Logger reports progress; default a no-op logger.

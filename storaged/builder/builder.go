@@ -113,7 +113,9 @@ func (b *Builder) Formats(db string) []loader.Format {
 // matches the source (Pending nil), else loading it: each partition that
 // peers already serve is copied from one of them (copyFromPeers), the
 // rest is built from the source, with prog counting what it reads.
-func (b *Builder) Build(ctx context.Context, db, name string, files []source.File, held []int, prog *loader.Progress) (Opened, error) {
+// copyable, when not nil, says which partitions may be copied; the others
+// are built from the source whoever serves them.
+func (b *Builder) Build(ctx context.Context, db, name string, files []source.File, held []int, copyable func(p int) bool, prog *loader.Progress) (Opened, error) {
 	st := b.opts.Store
 	lopts := b.LoaderOptions(db)
 	layout, err := loader.Detect(files, lopts.Formats)
@@ -138,7 +140,7 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 	if err := st.WriteManifest(man); err != nil {
 		return Opened{}, LocalErr(err)
 	}
-	rest, err := b.copyFromPeers(ctx, db, name, held)
+	rest, err := b.copyFromPeers(ctx, db, name, held, copyable)
 	if err != nil {
 		return Opened{}, err
 	}
@@ -212,14 +214,19 @@ func (b *Builder) Open(dir func(p int) string, n int, held []int) ([]*table.Part
 // this node deleted it, or one this node lost with its disk) is copied
 // from a peer and checked block by block, which reads nothing from the
 // source. It returns the partitions left to build from the source: all
-// of held without Options.CopyPartition, those no peer gave otherwise.
-func (b *Builder) copyFromPeers(ctx context.Context, db, name string, held []int) (rest []int, err error) {
+// of held without Options.CopyPartition, else those copyable (when not
+// nil) leaves out and those no peer gave.
+func (b *Builder) copyFromPeers(ctx context.Context, db, name string, held []int, copyable func(p int) bool) (rest []int, err error) {
 	cp := b.opts.CopyPartition
 	if cp == nil {
 		return held, nil
 	}
 	copied := 0
 	for _, p := range held {
+		if copyable != nil && !copyable(p) {
+			rest = append(rest, p)
+			continue
+		}
 		part := dbver.Of(db, name).Partition(p)
 		dir := b.opts.Store.PartitionDir(part)
 		err := cp(ctx, part, dir)

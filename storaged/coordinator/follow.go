@@ -199,17 +199,35 @@ func (f *Follower) startFetch(ctx context.Context, wg *sync.WaitGroup, k dbver.P
 	}()
 }
 
+// oneAssignment is a Coordination that reads one db version's
+// assignment alone (zktopo's): AssignedTo, called for each version a node
+// decides, then reads one znode rather than every db's assignments.
+type oneAssignment interface {
+	Assignment(ctx context.Context, db, version string) (a topo.Assignment, ok bool, err error)
+}
+
 // AssignedTo returns the partitions of db/version (n of them) that the
 // assignment gives shard, and false when no assignment covers the
 // version or it cannot be read now (the placement strategy decides
 // then). It is what storaged's cluster controller asks first when it
 // decides the partitions of a version it loads (cluster's holdings).
 func AssignedTo(ctx context.Context, conn topo.Conn, coord topo.Coordination, shard, db, version string, n int) ([]int, bool) {
-	as, err := coord.Assignments(ctx)
-	if err != nil {
-		return nil, false
+	var (
+		a  topo.Assignment
+		ok bool
+	)
+	if one, can := coord.(oneAssignment); can {
+		var err error
+		if a, ok, err = one.Assignment(ctx, db, version); err != nil {
+			return nil, false
+		}
+	} else {
+		as, err := coord.Assignments(ctx)
+		if err != nil {
+			return nil, false
+		}
+		a, ok = assignmentFor(as, db, version)
 	}
-	a, ok := assignmentFor(as, db, version)
 	if !ok || len(a.Replicas) != n {
 		return nil, false
 	}

@@ -147,7 +147,38 @@ func (c *Controller) Hooks() versions.Hooks {
 		BeforeRemove:   c.beforeRemove,
 		DBRemoved:      c.dbRemoved,
 		Pin:            c.pin,
+		BuildOrder:     c.buildOrder,
+		PeerServed:     c.peerServed,
 	}
+}
+
+// peerServed reports whether another node's replica of partition p of
+// db/version is in the cluster map.
+func (c *Controller) peerServed(db, version string, p int) bool {
+	for _, addr := range c.opts.Conn.Map().Replicas(db, version, p) {
+		if addr != c.opts.Node.Addr {
+			return true
+		}
+	}
+	return false
+}
+
+// buildOrder is db's place in this node's build order: the order every
+// node shares, rotated by this node's rank among the nodes of the map
+// (by address), so that the replicas of a partition are built at
+// different times and every partition has a replica early.
+func (c *Controller) buildOrder(db string) uint64 {
+	m := c.opts.Conn.Map()
+	addrs := make([]string, 0, len(m.Nodes))
+	for addr := range m.Nodes {
+		addrs = append(addrs, addr)
+	}
+	sort.Strings(addrs)
+	rank := sort.SearchStrings(addrs, c.opts.Node.Addr)
+	if rank == len(addrs) || addrs[rank] != c.opts.Node.Addr {
+		rank = 0
+	}
+	return versions.RotatedOrder(db, rank, len(addrs))
 }
 
 // Map returns the cached cluster map, never blocking on the network.

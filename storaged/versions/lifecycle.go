@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,15 +16,17 @@ import (
 	"spangle/storaged/retry"
 )
 
-// startLoadLocked starts loading db/name in the background.
-func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []source.File) {
+// startLoadLocked starts loading db/name in the background. local: the
+// local store holds it complete, and reopening it does not queue behind
+// builds.
+func (m *Manager) startLoadLocked(db string, d *dbState, name string, files []source.File, local bool) {
 	parent := m.ctx
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
 	vs := &vstate{name: name, files: files, cancel: cancel, started: m.opts.Now(), durable: make(chan struct{}),
-		progress: &loader.Progress{}}
+		progress: &loader.Progress{}, local: local}
 	m.toLocked(db, vs, building)
 	d.versions[name] = vs
 	m.publishLocked()
@@ -60,18 +63,38 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.setReason(vs, "")
 		}
 	}
-	// The wait for the cluster above is not the load's own time: took
-	// starts here, and the wait is reported apart.
+	// The waits for the cluster and for a build slot are not the load's
+	// own time: took starts after them, and they are reported apart.
 	clusterWait := time.Since(waitStart)
+	// Which partitions peers serve now, before this version waits its
+	// turn (Hooks.PeerServed).
+	var copyable func(p int) bool
+	if f := m.opts.Hooks.PeerServed; err == nil && f != nil {
+		served := map[int]bool{}
+		for _, p := range held {
+			if f(db, vs.name, p) {
+				served[p] = true
+			}
+		}
+		copyable = func(p int) bool { return served[p] }
+	}
+	release := func() {}
+	if err == nil && !vs.local {
+		m.setReason(vs, reasonWaitingForSlot)
+		release, err = m.queue.acquire(ctx, m.opts.Hooks.buildOrder(db))
+		m.setReason(vs, "")
+	}
+	queueWait := time.Since(waitStart) - clusterWait
 	start := time.Now()
 	if err == nil {
 		stop := make(chan struct{})
 		go logProgress(m.log, m.opts.ProgressEvery, db, vs.name, vs.progress, stop)
 		var o builder.Opened
-		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, vs.progress); err == nil {
+		if o, err = m.build.Build(ctx, db, vs.name, vs.files, held, copyable, vs.progress); err == nil {
 			v, pending = openedVersion(db, vs.name, o, m.rep.Reports()), o.Pending
 		}
 		close(stop)
+		release()
 	}
 	took := time.Since(start)
 
@@ -139,11 +162,21 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	if m.opts.Hooks.Held != nil {
 		fields = append(fields, zap.Duration("cluster_wait", clusterWait))
 	}
+	fields = append(fields, zap.Duration("queue_wait", queueWait))
 	m.log.Info("version loaded", fields...)
 	if f := m.opts.Hooks.PartitionReady; f != nil {
+		// Together: cluster mode publishes each in ZooKeeper, and calls
+		// waiting at once go in one multi-op, where one after another
+		// each waited for its own round trip.
+		var wg sync.WaitGroup
 		for _, p := range v.held {
-			f(db, vs.name, p, n)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f(db, vs.name, p, n)
+			}()
 		}
+		wg.Wait()
 	}
 	m.mu.Lock()
 	if d.versions[vs.name] == vs && vs.phase == loaded {
@@ -191,6 +224,10 @@ func (m *Manager) makeDurable(db string, vs *vstate, p *builder.Pending) {
 // reasonWaitingForCluster is /healthz's reason of a BUILDING version
 // whose partitions the cluster has not decided yet (Hooks.Held blocks).
 const reasonWaitingForCluster = "waiting for the cluster to decide this node's partitions"
+
+// reasonWaitingForSlot is /healthz's reason of a BUILDING version that
+// waits for other versions' builds to finish (buildQueue).
+const reasonWaitingForSlot = "waiting for other versions' builds to finish"
 
 // setReason sets the reason a building version shows.
 func (m *Manager) setReason(vs *vstate, reason string) {

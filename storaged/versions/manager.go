@@ -48,6 +48,7 @@ type Manager struct {
 	removed  *dbremoval.Tracker // dbs gone from the source, until the cluster forgets them
 	view     atomic.Pointer[view]
 	limit    chan struct{}
+	queue    *buildQueue // admits builds of versions a few at a time (buildqueue.go)
 
 	loadedN, reusedN, failedN atomic.Int64
 	retryNow                  atomic.Bool // Refresh asked for a scan: it retries at once
@@ -99,6 +100,7 @@ func New(opts Options) (*Manager, error) {
 		opts: opts, log: opts.Log, dbs: map[string]*dbState{},
 		scans: scans{due: make(chan struct{}, 1)},
 		limit: make(chan struct{}, opts.MaxParallelLoads),
+		queue: newBuildQueue(2 * opts.MaxParallelLoads),
 	}
 	m.metrics = newMetrics(opts.Registerer)
 	m.dbm = newDBMetrics(opts.Registerer)
@@ -313,7 +315,7 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
 			zap.String("version", c.Name), zap.Int("retry", vs.retry.Failures))
 		m.metrics.retries.Inc()
 		m.forgetLocked(db, d, vs)
-		m.startLoadLocked(db, d, c.Name, c.Files)
+		m.startLoadLocked(db, d, c.Name, c.Files, c.Local)
 		d.versions[c.Name].retry.Failures = vs.retry.Failures // its backoff goes on from there
 		return
 	case vs.phase.leaving():
@@ -356,7 +358,7 @@ func (m *Manager) ensureLocked(db string, d *dbState, c *planner.Candidate) {
 	default:
 		return
 	}
-	m.startLoadLocked(db, d, c.Name, c.Files)
+	m.startLoadLocked(db, d, c.Name, c.Files, c.Local)
 	if c.Local {
 		m.start.track(d.versions[c.Name])
 	}

@@ -40,7 +40,8 @@ type Hooks struct {
 	// the active version; it answers pinned requests meanwhile.
 	Gated bool
 	// PartitionReady is called for each held partition once the version
-	// is loaded and the partition answers requests.
+	// is loaded and the partition answers requests; for the partitions of
+	// one version, all at once from as many goroutines.
 	PartitionReady func(db, version string, partition, n int)
 	// BeforeRemove is called before a loaded version stops answering and
 	// is deleted, with the partitions it held.
@@ -62,6 +63,32 @@ type Hooks struct {
 	// cluster's pin is not known now, and the pin in force stays. nil:
 	// standalone, the marker is read at every scan.
 	Pin func(db string) (p topo.Pin, ok bool)
+	// PeerServed reports whether another node serves partition p of
+	// db/version now. The manager asks it when it has decided a
+	// version's partitions, before the version waits for a build slot,
+	// and copies from peers (CopyPartition) only the partitions served
+	// then: a version pinned again, or one this node lost with its disk.
+	// What peers register later, while this node waits its turn, they
+	// built from the same source at the same time, and for the small
+	// partitions of a start with many dbs a copy (a peer's read, a
+	// transfer, a check of every block) costs more than the build. nil:
+	// every partition a peer serves when it is built is copied.
+	PeerServed func(db, version string, p int) bool
+	// BuildOrder places db in the order in which versions waiting to be
+	// built are admitted, lowest first (see buildQueue). Cluster mode
+	// rotates DBOrder by the node's place in the cluster (RotatedOrder)
+	// so that the replicas of a partition are built at different times.
+	// nil: first come, first built.
+	BuildOrder func(db string) uint64
+}
+
+// buildOrder is db's key in the build queue: BuildOrder's, or 0 (first
+// come first) without it.
+func (h Hooks) buildOrder(db string) uint64 {
+	if h.BuildOrder == nil {
+		return 0
+	}
+	return h.BuildOrder(db)
 }
 
 // held returns the partitions of db/version (n partitions) this node
@@ -111,7 +138,8 @@ type Options struct {
 	// and retry.DefaultMax.
 	RetryMin, RetryMax time.Duration
 	// MaxParallelLoads bounds the files read at once over all loads;
-	// default GOMAXPROCS.
+	// default GOMAXPROCS. Twice as many versions are built at once, the
+	// others waiting their turn (buildQueue).
 	MaxParallelLoads int
 	// Loader tunes loading; its Limit and Log are set by the manager.
 	Loader loader.Options

@@ -184,7 +184,10 @@ type vstate struct {
 	started  time.Time
 	loadTook time.Duration // how long building took; 0 when reused
 	// progress counts what its load has read so far (set while loading).
-	progress  *loader.Progress
+	progress *loader.Progress
+	// local: the local store held it complete when its load started;
+	// reopening it does not wait for a build slot (buildQueue).
+	local     bool
 	loadedAt  time.Time // when it was loaded
 	activated time.Time // when it last became the current version
 	// durable is closed once the version's load is over, its files

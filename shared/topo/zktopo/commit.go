@@ -55,6 +55,36 @@ func (c *Conn) Assignments(ctx context.Context) ([]topo.Assignment, error) {
 	})
 }
 
+// Assignment reads the assignment of one db version alone: ok false
+// when there is none (or it fails validation). A node deciding its
+// partitions of a version needs only that one, where Assignments reads
+// every db's, one request after another: at a start with 500 dbs, each
+// of 500 decisions read up to 500 assignments.
+func (c *Conn) Assignment(ctx context.Context, db, version string) (topo.Assignment, bool, error) {
+	type found struct {
+		a  topo.Assignment
+		ok bool
+	}
+	r, err := do(c, ctx, func() (found, error) {
+		ap := c.paths.Assignment(db, version)
+		data, _, err := c.zk.Get(ap)
+		if errors.Is(err, zk.ErrNoNode) {
+			return found{}, nil
+		}
+		if err != nil {
+			return found{}, err
+		}
+		a, err := topo.DecodeAssignment(db, version, data)
+		if err != nil {
+			c.rej.reject("assignment", ap, err)
+			return found{}, nil
+		}
+		c.rej.accept(ap)
+		return found{a, true}, nil
+	})
+	return r.a, r.ok, err
+}
+
 func sortedCopy(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)

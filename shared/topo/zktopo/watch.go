@@ -7,6 +7,7 @@ import (
 	"path"
 	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,6 +36,10 @@ type cache struct {
 	changedDBs                map[string]bool
 	nodesChanged, pinsChanged bool
 	rebuild                   bool
+
+	// pre holds the version listings read ahead for the wave being
+	// listed (prefetchVersions), each used once.
+	pre map[string]*prefetched
 }
 
 // markDB notes that db's part of the cache was listed again.
@@ -71,29 +76,37 @@ func (c *Conn) watchLoop() {
 		}
 		queue := c.takeDirty(ca)
 		failed := false
+		// In waves: what a wave's listings find (the versions of a db
+		// listed for the first time) is the next wave.
 		for len(queue) > 0 {
-			p := queue[0]
-			queue = queue[1:]
-			if !c.Connected() {
-				// Requests would only wait for a session: keep the rest
-				// for when one is up (its event kicks this loop).
-				c.markDirty(p)
-				failed = true
-				continue
+			wave := queue
+			queue = nil
+			if c.Connected() {
+				ca.pre = c.prefetchVersions(ca, wave)
 			}
-			more, err := c.list(ca, p)
-			if err != nil {
-				c.markDirty(p)
-				failed = true
-				switch {
-				case errors.Is(err, zk.ErrNoAuth):
-					c.noteDenied(refused("listing", p, err))
-				case !isConnErr(err) && !errors.Is(err, errNoRoot):
-					c.log.Warn("zktopo: listing", zap.String("path", p), zap.Error(err))
+			for _, p := range wave {
+				if !c.Connected() {
+					// Requests would only wait for a session: keep the rest
+					// for when one is up (its event kicks this loop).
+					c.markDirty(p)
+					failed = true
+					continue
 				}
-				continue
+				more, err := c.list(ca, p)
+				if err != nil {
+					c.markDirty(p)
+					failed = true
+					switch {
+					case errors.Is(err, zk.ErrNoAuth):
+						c.noteDenied(refused("listing", p, err))
+					case !isConnErr(err) && !errors.Is(err, errNoRoot):
+						c.log.Warn("zktopo: listing", zap.String("path", p), zap.Error(err))
+					}
+					continue
+				}
+				queue = append(queue, more...)
 			}
-			queue = append(queue, more...)
+			ca.pre = nil
 		}
 		c.publishMap(ca)
 		if failed && c.Connected() {
@@ -295,7 +308,18 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 	if !ok {
 		return nil
 	}
-	children, st, err := c.childrenW(p)
+	pre := ca.pre[p]
+	delete(ca.pre, p)
+	var (
+		children []string
+		st       *zk.Stat
+		err      error
+	)
+	if pre != nil {
+		children, st, err = pre.children, pre.st, pre.err
+	} else {
+		children, st, err = c.childrenW(p)
+	}
 	if err != nil {
 		return err
 	}
@@ -320,7 +344,12 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 		// the info never changes once written. Info that fails
 		// validation is ignored (the version stays out of the map) until
 		// the entry is written again or deleted.
-		data, _, err := c.zk.Get(p)
+		var data []byte
+		if pre != nil && (pre.data != nil || pre.dataErr != nil) && st.Czxid == pre.st.Czxid {
+			data, err = pre.data, pre.dataErr
+		} else {
+			data, _, err = c.zk.Get(p)
+		}
 		if err == nil {
 			if info, ok := c.versionInfo(p, data); ok {
 				vc.info = info
@@ -340,6 +369,64 @@ func (c *Conn) listVersion(ca *cache, db, version, p string) error {
 		}
 	}
 	return nil
+}
+
+// prefetched is a version entry's listing (and its data, when its info
+// was not known) read ahead of listVersion.
+type prefetched struct {
+	children []string
+	st       *zk.Stat
+	err      error
+	data     []byte // nil: not read
+	dataErr  error
+}
+
+// prefetchVersions lists the version entries among paths that the cache
+// knows, maxReads at a time, watching them as childrenW does, and reads
+// the data of those whose info is not known. One listing after another,
+// each a round trip to a server that may be busy, a node took seconds to
+// follow a start with 500 dbs registering partitions, most of it waiting;
+// sent together they share the round trips. The cache itself is still
+// changed by listVersion alone, in order.
+func (c *Conn) prefetchVersions(ca *cache, paths []string) map[string]*prefetched {
+	parts := c.paths.Partitions()
+	var todo []string
+	for _, p := range paths {
+		if path.Dir(path.Dir(p)) == parts {
+			if _, ok := ca.dbs[path.Base(path.Dir(p))][path.Base(p)]; ok {
+				todo = append(todo, p)
+			}
+		}
+	}
+	if len(todo) < 2 {
+		return nil
+	}
+	out := make(map[string]*prefetched, len(todo))
+	for _, p := range todo {
+		out[p] = &prefetched{}
+	}
+	sem := make(chan struct{}, maxReads)
+	var wg sync.WaitGroup
+	for _, p := range todo {
+		vc := ca.dbs[path.Base(path.Dir(p))][path.Base(p)]
+		needInfo := vc.info.NumPartitions < 1
+		r := out[p]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.children, r.st, r.err = c.childrenW(p)
+			if r.err == nil && r.st != nil && needInfo {
+				r.data, _, r.dataErr = c.zk.Get(p)
+				if r.dataErr == nil && r.data == nil {
+					r.data = []byte{}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // versionInfo decodes a version entry's data, saying so when it fails
