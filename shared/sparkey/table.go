@@ -1,0 +1,229 @@
+package sparkey
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Table looks keys up in an uncompressed log and its uncompressed index
+// held in memory (typically a mapping of the two files), as libsparkey's
+// hash reader does: hash the key, probe the Robin Hood table from the
+// key's home slot, read the entry a slot with the key's hash names. It
+// never allocates, and every offset and length it reads is checked
+// against the log's data end, so a damaged file gives a CorruptError, not
+// a panic. It is safe for concurrent use.
+//
+// OpenTable checks only what a lookup relies on to stay in bounds; Check
+// checks that every occupied slot can be found. That every slot names a
+// put of its hash is the streaming Reader's check (the two files read
+// through it).
+type Table struct {
+	log, slots []byte
+	lh         LogHeader
+	ih         IndexHeader
+	ss         uint64
+	logName    string
+	indexName  string
+}
+
+// OpenTable checks the headers of log and index (the whole files) and
+// that the index is the log's, and returns a Table over them. Compressed
+// logs are refused: their entries are reached through a block to
+// decompress, not in place.
+func OpenTable(log []byte, logName string, index []byte, indexName string) (*Table, error) {
+	if len(log) < LogHeaderSize {
+		return nil, corrupt(logName, int64(len(log)), nil, "truncated while reading the header")
+	}
+	lh, err := parseLogHeader(log[:LogHeaderSize], logName, int64(len(log)))
+	if err != nil {
+		return nil, err
+	}
+	if lh.Compression != None {
+		return nil, corrupt(logName, 64, nil, "a %s log cannot be read in place", lh.Compression)
+	}
+	if len(index) < IndexHeaderSize {
+		return nil, corrupt(indexName, int64(len(index)), nil, "truncated while reading the header")
+	}
+	ih, err := parseIndexHeader(index[:IndexHeaderSize], indexName)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case ih.FileID != lh.FileID:
+		return nil, corrupt(indexName, 12, nil, "index of log %#08x, not of %s (%#08x)", ih.FileID, logName, lh.FileID)
+	case ih.DataEnd != lh.DataEnd || ih.Puts != lh.Puts:
+		return nil, corrupt(indexName, 20, nil, "index of a log of %d bytes and %d puts, %s has %d and %d",
+			ih.DataEnd, ih.Puts, logName, lh.DataEnd, lh.Puts)
+	case ih.EntryBlockBits != 0:
+		return nil, corrupt(indexName, 92, nil, "entry block bits %d for an uncompressed log", ih.EntryBlockBits)
+	}
+	// The capacity was bounded by the log's size; the file must hold
+	// exactly its slots.
+	ss := uint64(ih.SlotSize())
+	if want := uint64(IndexHeaderSize) + ih.Capacity*ss; uint64(len(index)) != want {
+		return nil, corrupt(indexName, int64(min(uint64(len(index)), want)), nil,
+			"index of %d bytes, its %d slots take %d", len(index), ih.Capacity, want)
+	}
+	return &Table{log: log[:lh.DataEnd], slots: index[IndexHeaderSize:], lh: lh, ih: ih, ss: ss,
+		logName: logName, indexName: indexName}, nil
+}
+
+// Header returns the log's and the index's headers.
+func (t *Table) Header() (LogHeader, IndexHeader) { return t.lh, t.ih }
+
+// Hash returns the index's hash of key.
+func (t *Table) Hash(key []byte) uint64 {
+	if t.ih.HashSize == 4 {
+		return uint64(Murmur32(key, t.ih.Seed))
+	}
+	return Murmur64(key, t.ih.Seed)
+}
+
+// slot returns slot i's hash and address.
+func (t *Table) slot(i uint64) (hash, addr uint64) {
+	b := t.slots[i*t.ss : (i+1)*t.ss]
+	le := binary.LittleEndian
+	if t.ih.HashSize == 4 {
+		hash = uint64(le.Uint32(b))
+	} else {
+		hash = le.Uint64(b)
+	}
+	if t.ih.AddressSize == 4 {
+		addr = uint64(le.Uint32(b[t.ih.HashSize:]))
+	} else {
+		addr = le.Uint64(b[t.ih.HashSize:])
+	}
+	return hash, addr
+}
+
+// displacement is how far slot i is from the home slot of hash.
+func (t *Table) displacement(i, hash uint64) uint64 {
+	c := t.ih.Capacity
+	return (i + c - hash%c) % c
+}
+
+// entry returns the key and value of the put at addr.
+func (t *Table) entry(addr uint64) (key, val []byte, err error) {
+	end := uint64(len(t.log))
+	if addr < LogHeaderSize || addr >= end {
+		return nil, nil, corrupt(t.indexName, 0, nil, "a slot names log address %d, outside the data of %s (%d..%d)",
+			addr, t.logName, LogHeaderSize, end)
+	}
+	b := t.log[addr:]
+	a, n1 := binary.Uvarint(b)
+	if n1 <= 0 {
+		return nil, nil, corrupt(t.logName, int64(addr), nil, "bad entry length")
+	}
+	v, n2 := binary.Uvarint(b[n1:])
+	if n2 <= 0 {
+		return nil, nil, corrupt(t.logName, int64(addr), nil, "bad entry length")
+	}
+	if a == 0 {
+		return nil, nil, corrupt(t.indexName, 0, nil, "a slot names the delete at byte %d of %s", addr, t.logName)
+	}
+	klen, rest := a-1, uint64(len(b)-n1-n2)
+	if klen > rest || v > rest-klen {
+		return nil, nil, corrupt(t.logName, int64(addr), nil, "entry of a %d-byte key and %d-byte value runs past the data end %d",
+			klen, v, end)
+	}
+	b = b[n1+n2:]
+	return b[:klen:klen], b[klen : klen+v : klen+v], nil
+}
+
+// Get appends the value of key to dst and reports whether the key was
+// found. The error is a CorruptError for a slot that names no put.
+func (t *Table) Get(dst, key []byte) ([]byte, bool, error) {
+	c := t.ih.Capacity
+	if c == 0 {
+		return dst, false, nil
+	}
+	h := t.Hash(key)
+	i := h % c
+	for d := uint64(0); d < c; d++ {
+		sh, addr := t.slot(i)
+		if addr == 0 {
+			return dst, false, nil
+		}
+		if sh == h {
+			k, v, err := t.entry(addr)
+			if err != nil {
+				return dst, false, err
+			}
+			if bytes.Equal(k, key) {
+				return append(dst, v...), true, nil
+			}
+		}
+		// Robin Hood: the key would have displaced an entry nearer its
+		// own home slot.
+		if t.displacement(i, sh) < d {
+			return dst, false, nil
+		}
+		if i++; i == c {
+			i = 0
+		}
+	}
+	return dst, false, nil
+}
+
+// maxProbeWork bounds, with 64 slots per slot, the probe steps Check
+// takes.
+const maxProbeWork = 1 << 20
+
+// Check checks that Get finds the key of every occupied slot at that
+// slot: the probe from the key's home slot reaches it without meeting an
+// empty slot, or an entry nearer its home, or another slot of the same
+// key. With the Reader's checks (every slot names a live put of its hash,
+// the counts agree) this makes every live key of the log found, and only
+// its latest value. Each slot's probe is as long as its displacement.
+func (t *Table) Check() error {
+	c := t.ih.Capacity
+	var n, total uint64
+	for i := uint64(0); i < c; i++ {
+		h, addr := t.slot(i)
+		if addr == 0 {
+			continue
+		}
+		n++
+		d := t.displacement(i, h)
+		// A Robin Hood table filled to libsparkey's 77% displaces its
+		// entries by a slot or two on average; a damaged one could make
+		// the walk quadratic.
+		if total += d; total > maxProbeWork+64*c {
+			return corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "displacements out of proportion to %d slots", c)
+		}
+		var key []byte
+		for j, dj := h%c, uint64(0); dj < d; dj++ {
+			oh, oaddr := t.slot(j)
+			off := int64(IndexHeaderSize + j*t.ss)
+			if oaddr == 0 {
+				return corrupt(t.indexName, off, nil, "slot %d is empty, between slot %d and its key's home", j, i)
+			}
+			if t.displacement(j, oh) < dj {
+				return corrupt(t.indexName, off, nil, "slot %d is nearer its home than slot %d's key, which lies beyond it", j, i)
+			}
+			if oh == h {
+				if key == nil {
+					k, _, err := t.entry(addr)
+					if err != nil {
+						return err
+					}
+					key = k
+				}
+				k, _, err := t.entry(oaddr)
+				if err != nil {
+					return err
+				}
+				if bytes.Equal(k, key) {
+					return corrupt(t.indexName, off, nil, "slots %d and %d hold the same key", j, i)
+				}
+			}
+			if j++; j == c {
+				j = 0
+			}
+		}
+	}
+	if n != t.ih.Entries {
+		return corrupt(t.indexName, 60, nil, "header counts %d entries, the table holds %d", t.ih.Entries, n)
+	}
+	return nil
+}
