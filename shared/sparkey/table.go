@@ -13,10 +13,10 @@ import (
 // against the log's data end, so a damaged file gives a CorruptError, not
 // a panic. It is safe for concurrent use.
 //
-// OpenTable checks only what a lookup relies on to stay in bounds; Check
-// checks that every occupied slot can be found. That every slot names a
-// put of its hash is the streaming Reader's check (the two files read
-// through it).
+// OpenTable checks only what a lookup relies on to stay in bounds. Walk
+// and Check together check what the streaming Reader does and more: that
+// the index's slots are exactly the log's live puts, each found by its
+// key's probe, no key twice.
 type Table struct {
 	log, slots []byte
 	lh         LogHeader
@@ -165,6 +165,11 @@ func (t *Table) Get(dst, key []byte) ([]byte, bool, error) {
 	return dst, false, nil
 }
 
+// maxDisplacement bounds how far a slot may be from its key's home, and
+// so every probe: Robin Hood tables as full as libsparkey's displace by
+// a few slots, tens at most.
+const maxDisplacement = 1 << 16
+
 // maxProbeWork bounds, with 64 slots per slot, the probe steps Check
 // takes.
 const maxProbeWork = 1 << 20
@@ -188,6 +193,9 @@ func (t *Table) Check() error {
 		// A Robin Hood table filled to libsparkey's 77% displaces its
 		// entries by a slot or two on average; a damaged one could make
 		// the walk quadratic.
+		if d > maxDisplacement {
+			return corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "slot %d is %d slots from its home", i, d)
+		}
 		if total += d; total > maxProbeWork+64*c {
 			return corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "displacements out of proportion to %d slots", c)
 		}
@@ -226,4 +234,96 @@ func (t *Table) Check() error {
 		return corrupt(t.indexName, 60, nil, "header counts %d entries, the table holds %d", t.ih.Entries, n)
 	}
 	return nil
+}
+
+// Walk runs Check, then reads every entry of the log in order and calls fn with each put
+// the index names (the live ones) and its offset, checking on the way
+// what the streaming Reader checks: entries within the data and the
+// header's limits, the header's counts of puts and deletes, and an index
+// whose occupied slots are exactly the live puts: each put is looked for
+// by its key's probe, and found slots must number the header's entries.
+// An index slot naming anything else, or a live put the probe cannot
+// find, is a CorruptError. fn's error stops the walk and is returned.
+func (t *Table) Walk(fn func(key []byte, off int64) error) error {
+	if err := t.Check(); err != nil {
+		return err
+	}
+	var puts, deletes, live uint64
+	end := uint64(len(t.log))
+	for off := uint64(LogHeaderSize); off < end; {
+		b := t.log[off:]
+		a, n1 := binary.Uvarint(b)
+		var v uint64
+		n2 := 0
+		if n1 > 0 {
+			v, n2 = binary.Uvarint(b[n1:])
+		}
+		if n1 <= 0 || n2 <= 0 {
+			return corrupt(t.logName, int64(off), nil, "bad or cut off entry length")
+		}
+		var klen uint64
+		if a == 0 {
+			klen, v = v, 0
+		} else {
+			klen = a - 1
+		}
+		if klen > t.lh.MaxKeyLen || v > t.lh.MaxValueLen {
+			return corrupt(t.logName, int64(off), nil, "entry of a %d-byte key and %d-byte value; the header's limits are %d and %d",
+				klen, v, t.lh.MaxKeyLen, t.lh.MaxValueLen)
+		}
+		rest := uint64(len(b) - n1 - n2)
+		if klen > rest || v > rest-klen {
+			return corrupt(t.logName, int64(off), nil, "entry of %d bytes runs past the data end %d", klen+v, end)
+		}
+		key := b[n1+n2 : uint64(n1+n2)+klen]
+		at := off
+		off += uint64(n1+n2) + klen + v
+		if a == 0 {
+			deletes++
+			continue
+		}
+		puts++
+		if !t.names(key, at) {
+			continue
+		}
+		live++
+		if err := fn(key, int64(at)); err != nil {
+			return err
+		}
+	}
+	switch {
+	case puts != t.lh.Puts || deletes != t.lh.Deletes:
+		return corrupt(t.logName, 16, nil, "header counts %d puts and %d deletes, the data holds %d and %d",
+			t.lh.Puts, t.lh.Deletes, puts, deletes)
+	case live != t.ih.Entries:
+		return corrupt(t.indexName, 60, nil, "the index counts %d entries, %d of them name a put of %s that its key's probe finds",
+			t.ih.Entries, live, t.logName)
+	}
+	return nil
+}
+
+// names reports whether the probe for key finds a slot naming addr.
+func (t *Table) names(key []byte, addr uint64) bool {
+	c := t.ih.Capacity
+	if c == 0 {
+		return false
+	}
+	h := t.Hash(key)
+	i := h % c
+	for d := uint64(0); d < c; d++ {
+		sh, a := t.slot(i)
+		if a == 0 {
+			return false
+		}
+		if sh == h && a == addr {
+			return true
+		}
+		if t.displacement(i, sh) < d {
+			return false
+		}
+		if i++; i == c {
+			i = 0
+		}
+	}
+	return false
 }
