@@ -24,6 +24,9 @@ type Table struct {
 	ss         uint64
 	logName    string
 	indexName  string
+	// deferred are pairs of slots of one hash on one probe, whose keys
+	// check could not compare without the log.
+	deferred [][2]uint64
 }
 
 // OpenTable checks the headers of log and index (the whole files) and
@@ -38,6 +41,12 @@ func OpenTable(log []byte, logName string, index []byte, indexName string) (*Tab
 	if err != nil {
 		return nil, err
 	}
+	return openTable(lh, log[:lh.DataEnd], logName, index, indexName)
+}
+
+// openTable is OpenTable given the log's header; log may be nil (the
+// checks of IndexCheck, before the log is all there).
+func openTable(lh LogHeader, log []byte, logName string, index []byte, indexName string) (*Table, error) {
 	if lh.Compression != None {
 		return nil, corrupt(logName, 64, nil, "a %s log cannot be read in place", lh.Compression)
 	}
@@ -64,7 +73,7 @@ func OpenTable(log []byte, logName string, index []byte, indexName string) (*Tab
 		return nil, corrupt(indexName, int64(min(uint64(len(index)), want)), nil,
 			"index of %d bytes, its %d slots take %d", len(index), ih.Capacity, want)
 	}
-	return &Table{log: log[:lh.DataEnd], slots: index[IndexHeaderSize:], lh: lh, ih: ih, ss: ss,
+	return &Table{log: log, slots: index[IndexHeaderSize:], lh: lh, ih: ih, ss: ss,
 		logName: logName, indexName: indexName}, nil
 }
 
@@ -181,7 +190,15 @@ const maxProbeWork = 1 << 20
 // the counts agree) this makes every live key of the log found, and only
 // its latest value. Each slot's probe is as long as its displacement.
 func (t *Table) Check() error {
+	_, err := t.check()
+	return err
+}
+
+// check is Check, and returns the order-free sum of the occupied slots'
+// (address, hash) (see mix).
+func (t *Table) check() (uint64, error) {
 	c := t.ih.Capacity
+	var sum uint64
 	var n, total uint64
 	for i := uint64(0); i < c; i++ {
 		h, addr := t.slot(i)
@@ -189,40 +206,44 @@ func (t *Table) Check() error {
 			continue
 		}
 		n++
+		sum += mix(addr, h)
 		d := t.displacement(i, h)
 		// A Robin Hood table filled to libsparkey's 77% displaces its
 		// entries by a slot or two on average; a damaged one could make
 		// the walk quadratic.
 		if d > maxDisplacement {
-			return corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "slot %d is %d slots from its home", i, d)
+			return 0, corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "slot %d is %d slots from its home", i, d)
 		}
 		if total += d; total > maxProbeWork+64*c {
-			return corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "displacements out of proportion to %d slots", c)
+			return 0, corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "displacements out of proportion to %d slots", c)
 		}
 		var key []byte
 		for j, dj := h%c, uint64(0); dj < d; dj++ {
 			oh, oaddr := t.slot(j)
 			off := int64(IndexHeaderSize + j*t.ss)
 			if oaddr == 0 {
-				return corrupt(t.indexName, off, nil, "slot %d is empty, between slot %d and its key's home", j, i)
+				return 0, corrupt(t.indexName, off, nil, "slot %d is empty, between slot %d and its key's home", j, i)
 			}
 			if t.displacement(j, oh) < dj {
-				return corrupt(t.indexName, off, nil, "slot %d is nearer its home than slot %d's key, which lies beyond it", j, i)
+				return 0, corrupt(t.indexName, off, nil, "slot %d is nearer its home than slot %d's key, which lies beyond it", j, i)
 			}
-			if oh == h {
+			if oh == h && t.log == nil {
+				// Compared once the log is there (IndexCheck.Finish).
+				t.deferred = append(t.deferred, [2]uint64{oaddr, addr})
+			} else if oh == h {
 				if key == nil {
 					k, _, err := t.entry(addr)
 					if err != nil {
-						return err
+						return 0, err
 					}
 					key = k
 				}
 				k, _, err := t.entry(oaddr)
 				if err != nil {
-					return err
+					return 0, err
 				}
 				if bytes.Equal(k, key) {
-					return corrupt(t.indexName, off, nil, "slots %d and %d hold the same key", j, i)
+					return 0, corrupt(t.indexName, off, nil, "slots %d and %d hold the same key", j, i)
 				}
 			}
 			if j++; j == c {
@@ -231,9 +252,9 @@ func (t *Table) Check() error {
 		}
 	}
 	if n != t.ih.Entries {
-		return corrupt(t.indexName, 60, nil, "header counts %d entries, the table holds %d", t.ih.Entries, n)
+		return 0, corrupt(t.indexName, 60, nil, "header counts %d entries, the table holds %d", t.ih.Entries, n)
 	}
-	return nil
+	return sum, nil
 }
 
 // Walk runs Check, then reads every entry of the log in order and calls fn with each put
@@ -245,9 +266,15 @@ func (t *Table) Check() error {
 // An index slot naming anything else, or a live put the probe cannot
 // find, is a CorruptError. fn's error stops the walk and is returned.
 func (t *Table) Walk(fn func(key []byte, off int64) error) error {
-	if err := t.Check(); err != nil {
+	slotSum, err := t.check()
+	if err != nil {
 		return err
 	}
+	// The usual job output: no deletes, no overwritten puts. Every put is
+	// then live, and the slots are checked against the puts by a sum over
+	// each, in file order, rather than by a probe per put.
+	everyPut := t.lh.Deletes == 0 && t.ih.Entries == t.lh.Puts
+	var putSum uint64
 	var puts, deletes, live uint64
 	end := uint64(len(t.log))
 	for off := uint64(LogHeaderSize); off < end; {
@@ -283,7 +310,9 @@ func (t *Table) Walk(fn func(key []byte, off int64) error) error {
 			continue
 		}
 		puts++
-		if !t.names(key, at) {
+		if everyPut {
+			putSum += mix(at, t.Hash(key))
+		} else if !t.names(key, at) {
 			continue
 		}
 		live++
@@ -295,6 +324,8 @@ func (t *Table) Walk(fn func(key []byte, off int64) error) error {
 	case puts != t.lh.Puts || deletes != t.lh.Deletes:
 		return corrupt(t.logName, 16, nil, "header counts %d puts and %d deletes, the data holds %d and %d",
 			t.lh.Puts, t.lh.Deletes, puts, deletes)
+	case everyPut && putSum != slotSum:
+		return corrupt(t.indexName, IndexHeaderSize, nil, "the table's slots do not match the puts of %s", t.logName)
 	case live != t.ih.Entries:
 		return corrupt(t.indexName, 60, nil, "the index counts %d entries, %d of them name a put of %s that its key's probe finds",
 			t.ih.Entries, live, t.logName)
@@ -326,4 +357,75 @@ func (t *Table) names(key []byte, addr uint64) bool {
 		}
 	}
 	return false
+}
+
+// IndexCheck checks a log's entries as they stream past against its
+// index, held in memory: what Walk checks, for a log being copied, so
+// that it is read once. Put is called with every put in log order, then
+// Finish with the whole log.
+type IndexCheck struct {
+	t        *Table
+	everyPut bool
+	slotSum  uint64
+	putSum   uint64
+	live     uint64
+}
+
+// NewIndexCheck checks the index (as Check does, but for comparing keys
+// of equal hashes, which waits for Finish) of a log of header lh.
+func NewIndexCheck(lh LogHeader, logName string, index []byte, indexName string) (*IndexCheck, error) {
+	t, err := openTable(lh, nil, logName, index, indexName)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := t.check()
+	if err != nil {
+		return nil, err
+	}
+	return &IndexCheck{t: t, everyPut: lh.Deletes == 0 && t.ih.Entries == lh.Puts, slotSum: sum}, nil
+}
+
+// Put reports whether the put of key at byte off of the log is live.
+func (c *IndexCheck) Put(key []byte, off int64) bool {
+	if c.everyPut {
+		c.putSum += mix(uint64(off), c.t.Hash(key))
+		c.live++
+		return true
+	}
+	if c.t.names(key, uint64(off)) {
+		c.live++
+		return true
+	}
+	return false
+}
+
+// Finish checks that the puts were the index's, and compares the keys of
+// slots of equal hashes on one probe in log, the whole log file (whose
+// entries the caller read through a LogReader, which checked them).
+func (c *IndexCheck) Finish(log []byte) error {
+	t := c.t
+	switch {
+	case c.everyPut && c.putSum != c.slotSum:
+		return corrupt(t.indexName, IndexHeaderSize, nil, "the table's slots do not match the puts of %s", t.logName)
+	case c.live != t.ih.Entries:
+		return corrupt(t.indexName, 60, nil, "the index counts %d entries, %d of them name a put of %s that its key's probe finds",
+			t.ih.Entries, c.live, t.logName)
+	case uint64(len(log)) < t.lh.DataEnd:
+		return corrupt(t.logName, int64(len(log)), nil, "truncated before the data end %d", t.lh.DataEnd)
+	}
+	t.log = log[:t.lh.DataEnd]
+	for _, d := range t.deferred {
+		a, _, err := t.entry(d[0])
+		if err != nil {
+			return err
+		}
+		b, _, err := t.entry(d[1])
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(a, b) {
+			return corrupt(t.indexName, 0, nil, "two slots hold the key at byte %d of %s (and at byte %d)", d[0], t.logName, d[1])
+		}
+	}
+	return nil
 }

@@ -40,6 +40,9 @@ func TestTableGet(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
+			if err := streamCheck(log, plainIndex(t, framed)); err != nil {
+				t.Fatal(err)
+			}
 			if len(live) != 3000 || live["key-7"] {
 				t.Fatalf("walked %d live keys (key-7 among them: %v), want 3000 without key-7", len(live), live["key-7"])
 			}
@@ -150,6 +153,7 @@ func TestTableRefusesBadFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			mustCorrupt(t, c.name, tb.Walk(func([]byte, int64) error { return nil }))
+			mustCorrupt(t, c.name+", streamed", streamCheck(c.log, c.index))
 		})
 	}
 }
@@ -173,8 +177,14 @@ func FuzzTable(f *testing.F) {
 		if _, _, err := tb.Get(nil, key); err != nil {
 			checkFuzzErr(t, err)
 		}
-		if err := tb.Walk(func([]byte, int64) error { return nil }); err != nil {
-			checkFuzzErr(t, err)
+		walkErr := tb.Walk(func([]byte, int64) error { return nil })
+		if streamErr := streamCheck(log, index); (walkErr == nil) != (streamErr == nil) {
+			t.Fatalf("Walk: %v; IndexCheck: %v", walkErr, streamErr)
+		} else if streamErr != nil {
+			checkFuzzErr(t, streamErr)
+		}
+		if walkErr != nil {
+			checkFuzzErr(t, walkErr)
 			return
 		}
 		for i := uint64(0); i < tb.ih.Capacity; i++ {
@@ -192,4 +202,27 @@ func FuzzTable(f *testing.F) {
 			}
 		}
 	})
+}
+
+// streamCheck checks log against index as a copy does: through a
+// LogReader and an IndexCheck.
+func streamCheck(log, index []byte) error {
+	lr, err := NewLogReader(bytes.NewReader(log), "fuzz.spl", int64(len(log)))
+	if err != nil {
+		return err
+	}
+	defer lr.Close()
+	c, err := NewIndexCheck(lr.Header(), "fuzz.spl", index, "fuzz.spi")
+	if err != nil {
+		return err
+	}
+	for lr.Next() {
+		if !lr.Deleted() {
+			c.Put(lr.Key(), lr.Offset())
+		}
+	}
+	if err := lr.Err(); err != nil {
+		return err
+	}
+	return c.Finish(log)
 }

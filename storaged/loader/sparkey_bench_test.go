@@ -16,6 +16,7 @@ import (
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/shared/sparkey"
+	"spangle/storaged/internal/testutil"
 )
 
 // cpuTime is the CPU time (user and system, every thread) the process has
@@ -37,7 +38,10 @@ func cpuTime(b *testing.B) time.Duration {
 //     SequenceFiles, the reference;
 //   - seq-read: only reading those files (the rest of seq-load is building
 //     the tables, which a Sparkey load that streams into tables does too);
-//   - spk-load: the Sparkey load;
+//   - spk-load: the Sparkey load (Snappy blocks, streamed into tables);
+//   - spk-plain-load: the same keys' Sparkey load from uncompressed logs,
+//     served in place (copied, checked, mapped);
+//   - spk-plain-stream: those uncompressed logs streamed into tables;
 //   - spk-read: reading the Sparkey pairs, index and log, every key's
 //     hash and partition checked, no table written;
 //   - spk-blocks: only decompressing and parsing every block of the logs,
@@ -49,11 +53,12 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkSparkeyFloor1M(b *testing.B) {
 	seqSrc, seqFiles := benchSource(b, true)
 	spkSrc, spkFiles := benchSparkeySource(b)
+	plainSrc, plainFiles := testutil.OpenVersion(b, testutil.BenchSparkeyDatasetOf(b, benchRecords, benchFiles, sparkey.None), "bench", "1")
 	out := b.TempDir()
-	load := func(src source.Source, files []source.File) {
+	loadWith := func(src source.Source, files []source.File, formats []Format) {
 		dir := filepath.Join(out, "load")
 		res, err := Load(context.Background(), Request{Source: src, DB: "bench", Version: "1", Files: files,
-			Dir: func(p int) string { return filepath.Join(dir, fmt.Sprint(p)) }}, Options{})
+			Dir: func(p int) string { return filepath.Join(dir, fmt.Sprint(p)) }}, Options{Formats: formats})
 		if err != nil || res.Records != benchRecords {
 			b.Fatalf("load: %+v, %v", res, err)
 		}
@@ -61,6 +66,7 @@ func BenchmarkSparkeyFloor1M(b *testing.B) {
 		os.RemoveAll(dir)
 		b.StartTimer()
 	}
+	load := func(src source.Source, files []source.File) { loadWith(src, files, nil) }
 	steps := []struct {
 		name string
 		run  func()
@@ -68,6 +74,10 @@ func BenchmarkSparkeyFloor1M(b *testing.B) {
 		{"seq-load", func() { load(seqSrc, seqFiles) }},
 		{"seq-read", func() { benchEach(b, seqFiles, func(f source.File) int { return readSeq(b, seqSrc, f) }) }},
 		{"spk-load", func() { load(spkSrc, spkFiles) }},
+		{"spk-plain-load", func() { load(plainSrc, plainFiles) }},
+		{"spk-plain-stream", func() {
+			loadWith(plainSrc, plainFiles, []Format{SparkeyFormat{Stream: true}, SequenceFileFormat{}})
+		}},
 		{"spk-read", func() {
 			l, err := Detect(spkFiles, nil)
 			if err != nil {

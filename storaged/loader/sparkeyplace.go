@@ -90,6 +90,7 @@ func copyLog(path string, hdr []byte, src io.Reader, size int64, name string) er
 	if err != nil {
 		return localErr(err)
 	}
+	reserve(out, size)
 	_, err = out.Write(hdr)
 	var n int64
 	if err == nil {

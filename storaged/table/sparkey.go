@@ -154,15 +154,15 @@ type mappedPair struct {
 // mapPair maps the pair's files, checks their sizes against the sum
 // file's and their headers (sparkey.OpenTable); names, when set, are the
 // names errors give the two files (else their paths).
-func mapPair(dir string, s SparkeyPair, logName, indexName string) (*mappedPair, error) {
+func mapPair(dir string, s SparkeyPair, logName, indexName string, populate bool) (*mappedPair, error) {
 	logPath, indexPath, _ := SparkeyPaths(dir, s.Base)
 	if logName == "" {
 		logName, indexName = logPath, indexPath
 	}
 	m := &mappedPair{}
 	var err error
-	if m.log, err = mapChecked(logPath, s.LogSize); err == nil {
-		m.index, err = mapChecked(indexPath, s.IndexSize)
+	if m.log, err = mapChecked(logPath, s.LogSize, populate); err == nil {
+		m.index, err = mapChecked(indexPath, s.IndexSize, populate)
 	}
 	if err == nil {
 		m.t, err = sparkey.OpenTable(m.log, logName, m.index, indexName)
@@ -178,7 +178,7 @@ func mapPair(dir string, s SparkeyPair, logName, indexName string) (*mappedPair,
 }
 
 // mapChecked maps path, which must be size bytes.
-func mapChecked(path string, size int64) ([]byte, error) {
+func mapChecked(path string, size int64, populate bool) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func mapChecked(path string, size int64) ([]byte, error) {
 	if fi.Size() != size || size == 0 {
 		return nil, fmt.Errorf("%w: %s: %d bytes, its sum file says %d", ErrCorrupt, path, fi.Size(), size)
 	}
-	return mapFile(f, size)
+	return mapFile(f, size, populate)
 }
 
 func (m *mappedPair) close() error {
@@ -217,7 +217,7 @@ func openSparkeyPairs(dir string) ([]*mappedPair, error) {
 		s, err := readSparkeySum(dir, base)
 		var m *mappedPair
 		if err == nil {
-			m, err = mapPair(dir, s, "", "")
+			m, err = mapPair(dir, s, "", "", false)
 		}
 		if err != nil {
 			for _, m := range out {
@@ -273,7 +273,7 @@ func PlaceSparkeyPair(dir, base string, p, n int, logName, indexName string, che
 	if s.IndexSize < sparkey.IndexHeaderSize {
 		return nil, fmt.Errorf("table: %w", sparkeyCorrupt(indexName, s.IndexSize, "truncated while reading the header"))
 	}
-	m, err := mapPair(dir, s, logName, indexName)
+	m, err := mapPair(dir, s, logName, indexName, true)
 	if err != nil {
 		return nil, fmt.Errorf("table: placing a Sparkey pair in %s: %w", dir, err)
 	}
@@ -317,7 +317,7 @@ func verifySparkey(ctx context.Context, dir string, buf []byte, pace func(n int)
 				return buf, err
 			}
 		}
-		m, err := mapPair(dir, s, "", "")
+		m, err := mapPair(dir, s, "", "", true)
 		if err != nil {
 			return buf, err
 		}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package loader
+
+import "os"
+
+func reserve(*os.File, int64) {}

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package table
+
+func populateFlag(bool) int { return 0 }
