@@ -3,6 +3,7 @@ package sparkey
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // Table looks keys up in an uncompressed log and its uncompressed index
@@ -24,6 +25,9 @@ type Table struct {
 	ss         uint64
 	logName    string
 	indexName  string
+	// fastM, when not 0, is the multiplier of home's division-free
+	// modulo: for 4-byte hashes and capacities under 2^32.
+	fastM uint64
 	// deferred are pairs of slots of one hash on one probe, whose keys
 	// check could not compare without the log.
 	deferred [][2]uint64
@@ -73,8 +77,12 @@ func openTable(lh LogHeader, log []byte, logName string, index []byte, indexName
 		return nil, corrupt(indexName, int64(min(uint64(len(index)), want)), nil,
 			"index of %d bytes, its %d slots take %d", len(index), ih.Capacity, want)
 	}
-	return &Table{log: log, slots: index[IndexHeaderSize:], lh: lh, ih: ih, ss: ss,
-		logName: logName, indexName: indexName}, nil
+	t := &Table{log: log, slots: index[IndexHeaderSize:], lh: lh, ih: ih, ss: ss,
+		logName: logName, indexName: indexName}
+	if ih.HashSize == 4 && ih.Capacity > 0 && ih.Capacity < 1<<32 {
+		t.fastM = ^uint64(0)/ih.Capacity + 1
+	}
+	return t, nil
 }
 
 // Header returns the log's and the index's headers.
@@ -105,10 +113,24 @@ func (t *Table) slot(i uint64) (hash, addr uint64) {
 	return hash, addr
 }
 
+// home returns the home slot of hash, hash modulo the capacity (not 0).
+// A 4-byte hash is reduced without a division (Lemire's fastmod: a
+// division was a third of checking an index).
+func (t *Table) home(hash uint64) uint64 {
+	if t.fastM != 0 {
+		hi, _ := bits.Mul64(t.fastM*hash, t.ih.Capacity)
+		return hi
+	}
+	return hash % t.ih.Capacity
+}
+
 // displacement is how far slot i is from the home slot of hash.
 func (t *Table) displacement(i, hash uint64) uint64 {
-	c := t.ih.Capacity
-	return (i + c - hash%c) % c
+	h := t.home(hash)
+	if i >= h {
+		return i - h
+	}
+	return i + t.ih.Capacity - h
 }
 
 // entry returns the key and value of the put at addr.
@@ -147,7 +169,7 @@ func (t *Table) Get(dst, key []byte) ([]byte, bool, error) {
 		return dst, false, nil
 	}
 	h := t.Hash(key)
-	i := h % c
+	i := t.home(h)
 	for d := uint64(0); d < c; d++ {
 		sh, addr := t.slot(i)
 		if addr == 0 {
@@ -218,7 +240,7 @@ func (t *Table) check() (uint64, error) {
 			return 0, corrupt(t.indexName, int64(IndexHeaderSize+i*t.ss), nil, "displacements out of proportion to %d slots", c)
 		}
 		var key []byte
-		for j, dj := h%c, uint64(0); dj < d; dj++ {
+		for j, dj := t.home(h), uint64(0); dj < d; dj++ {
 			oh, oaddr := t.slot(j)
 			off := int64(IndexHeaderSize + j*t.ss)
 			if oaddr == 0 {
@@ -340,7 +362,7 @@ func (t *Table) names(key []byte, addr uint64) bool {
 		return false
 	}
 	h := t.Hash(key)
-	i := h % c
+	i := t.home(h)
 	for d := uint64(0); d < c; d++ {
 		sh, a := t.slot(i)
 		if a == 0 {

@@ -226,3 +226,15 @@ func streamCheck(log, index []byte) error {
 	}
 	return c.Finish(log)
 }
+
+func TestTableHomeIsModulo(t *testing.T) {
+	for _, c := range []uint64{1, 2, 3, 7, 1000, 1<<20 + 7, 1<<32 - 1} {
+		tb := &Table{ih: IndexHeader{Capacity: c, HashSize: 4}}
+		tb.fastM = ^uint64(0)/c + 1
+		for _, h := range []uint64{0, 1, c - 1, c, c + 1, 1<<32 - 1, 123456789, 0xdeadbeef} {
+			if got := tb.home(h); got != h%c {
+				t.Fatalf("home(%d) with capacity %d = %d, want %d", h, c, got, h%c)
+			}
+		}
+	}
+}

@@ -211,3 +211,26 @@ func readSparkey(b *testing.B, f Format, src source.Source, u Unit) int {
 func readSparkeyLog(b *testing.B, src source.Source, f source.File) int {
 	return countFile(b, src, f, func(rc io.Reader) (records, error) { return sparkey.NewLogReader(rc, f.Name, f.Size) })
 }
+
+// BenchmarkSparkeyInPlace1M loads the uncompressed Sparkey pairs of 1M
+// keys in place, alone: for profiles of that path.
+func BenchmarkSparkeyInPlace1M(b *testing.B) {
+	src, files := testutil.OpenVersion(b, testutil.BenchSparkeyDatasetOf(b, benchRecords, benchFiles, sparkey.None), "bench", "1")
+	out := b.TempDir()
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dir := filepath.Join(out, fmt.Sprint(i))
+		t0 := cpuTime(b)
+		res, err := Load(context.Background(), Request{Source: src, DB: "bench", Version: "1", Files: files,
+			Dir: func(p int) string { return filepath.Join(dir, fmt.Sprint(p)) }}, Options{})
+		cpu += cpuTime(b) - t0
+		if err != nil || res.Records != benchRecords || res.InPlace != benchFiles {
+			b.Fatalf("load: %+v, %v", res, err)
+		}
+		b.StopTimer()
+		os.RemoveAll(dir)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms")
+}

@@ -49,12 +49,9 @@ func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base st
 		return nil, 0, r, err
 	}
 	defer lg.Close()
-	logPath, indexPath, _ := table.SparkeyPaths(dir, base)
+	_, indexPath, _ := table.SparkeyPaths(dir, base)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, 0, nil, localErr(err)
-	}
-	if err := copyLog(logPath, hdr[:], lg, logf.Size, in.Path(logf)); err != nil {
-		return nil, 0, nil, err
 	}
 	// The index's slots: at most two per byte of the log's data (its
 	// header checks the same), 16 bytes each.
@@ -63,18 +60,19 @@ func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base st
 		return nil, 0, nil, err
 	}
 	var keys int64
-	files, err := table.PlaceSparkeyPair(dir, base, u.Partition, n, in.Path(logf), in.Path(ixf), func(key []byte, off int64) error {
-		keys++
-		if keys%recordBatch == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return check(key, off)
-	})
-	if err != nil {
-		if errors.Is(err, sparkey.ErrCorrupt) || errors.Is(err, ErrWrongPartition) || ctx.Err() != nil {
-			return nil, 0, nil, fmt.Errorf("loader: %w", err)
-		}
+	files, err := table.PlaceSparkeyPair(dir, base, u.Partition, n, io.MultiReader(bytes.NewReader(hdr[:]), lg), logf.Size,
+		in.Path(logf), in.Path(ixf), func(key []byte, off int64) error {
+			keys++
+			if keys%recordBatch == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return check(key, off)
+		})
+	switch {
+	case errors.Is(err, table.ErrSparkeyWrite):
 		return nil, 0, nil, localErr(err)
+	case err != nil:
+		return nil, 0, nil, fmt.Errorf("loader: %w", err)
 	}
 	return files, keys, nil, nil
 }
@@ -82,34 +80,6 @@ func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base st
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-// copyLog writes hdr and the rest of src, a log of size bytes, to path.
-func copyLog(path string, hdr []byte, src io.Reader, size int64, name string) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return localErr(err)
-	}
-	reserve(out, size)
-	_, err = out.Write(hdr)
-	var n int64
-	if err == nil {
-		n, err = io.Copy(out, &inputErr{r: src})
-		n += int64(len(hdr))
-	}
-	if cerr := out.Close(); err == nil && cerr != nil {
-		err = localErr(cerr)
-	}
-	var ie *srcErr
-	switch {
-	case errors.As(err, &ie):
-		return fmt.Errorf("loader: reading %s: %w", name, ie.err)
-	case err != nil:
-		return localErr(err)
-	case n != size:
-		return badfile.New("sparkey", sparkey.ErrCorrupt, name, n, fmt.Sprintf("%d bytes, the listing said %d", n, size), io.ErrUnexpectedEOF)
-	}
-	return nil
 }
 
 // copyIndex decompresses the framed index ixf into path, at most limit

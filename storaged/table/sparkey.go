@@ -245,48 +245,121 @@ func getSparkey(pairs []*mappedPair, dst, key []byte) ([]byte, error) {
 	return dst, ErrNotFound
 }
 
-// PlaceSparkeyPair checks the pair base that the caller wrote into dir
-// (BASE.spl and BASE.spi, as SparkeyPaths names them) for partition p of
-// n, and writes its sum file, which makes OpenPartition serve it. The
-// check is VerifyPartition's but for the checksums, which it computes:
-// the headers, every entry of the log, the index's slots exactly the live
-// puts, each found by its key's probe. check is called with every live
-// key and its offset in the log (the caller checks the key's partition);
-// its error is returned as it is. logName and indexName name the files in
-// errors (the source's files, say). It returns the pair's files, to sync.
-func PlaceSparkeyPair(dir, base string, p, n int, logName, indexName string, check func(key []byte, off int64) error) ([]string, error) {
+// ErrSparkeyWrite marks PlaceSparkeyPair's failures to write the local
+// store (the source's data may be fine).
+var ErrSparkeyWrite = errors.New("table: writing a Sparkey pair failed")
+
+// PlaceSparkeyPair copies a Sparkey log of size bytes from src into dir as
+// pair base (BASE.spl, as SparkeyPaths names it), beside its index,
+// which the caller wrote uncompressed to BASE.spi, checks the pair, and
+// writes its sum file, which makes OpenPartition serve it. The log is
+// checked as it streams past, read once: every entry within the data and
+// the header's limits and counts, the index's slots exactly its live
+// puts, each found by its key's probe, no key twice (sparkey.IndexCheck);
+// check is called with every live key and its offset (the caller checks
+// the key's partition) and its error is returned as it is. logName and
+// indexName name the files in errors (the source's, say). It returns the
+// pair's files, to sync; on error the caller removes dir.
+func PlaceSparkeyPair(dir, base string, p, n int, src io.Reader, size int64, logName, indexName string, check func(key []byte, off int64) error) ([]string, error) {
 	logPath, indexPath, sumPath := SparkeyPaths(dir, base)
-	s := SparkeyPair{Base: base, Partition: p, Partitions: n}
-	for _, f := range []struct {
-		path string
-		size *int64
-	}{{logPath, &s.LogSize}, {indexPath, &s.IndexSize}} {
-		fi, err := os.Stat(f.path)
-		if err != nil {
-			return nil, fmt.Errorf("table: placing a Sparkey pair: %w", err)
-		}
-		*f.size = fi.Size()
-	}
-	if s.LogSize < sparkey.LogHeaderSize {
-		return nil, fmt.Errorf("table: %w", sparkeyCorrupt(logName, s.LogSize, "truncated while reading the header"))
-	}
-	if s.IndexSize < sparkey.IndexHeaderSize {
-		return nil, fmt.Errorf("table: %w", sparkeyCorrupt(indexName, s.IndexSize, "truncated while reading the header"))
-	}
-	m, err := mapPair(dir, s, logName, indexName, true)
+	s := SparkeyPair{Base: base, Partition: p, Partitions: n, LogSize: size}
+	fi, err := os.Stat(indexPath)
 	if err != nil {
-		return nil, fmt.Errorf("table: placing a Sparkey pair in %s: %w", dir, err)
+		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
 	}
-	defer m.close()
-	if err := m.t.Walk(check); err != nil {
+	s.IndexSize = fi.Size()
+	if s.IndexSize < sparkey.IndexHeaderSize {
+		return nil, sparkeyCorrupt(indexName, s.IndexSize, "truncated while reading the header")
+	}
+	index, err := mapChecked(indexPath, s.IndexSize, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+	}
+	defer unmapFile(index)
+	s.IndexCRC = crc32.Checksum(index, castagnoli)
+
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+	}
+	defer f.Close()
+	if size > 0 {
+		reserve(f, 0, size) // else the writes allocate as they go
+	}
+	w := &crcWriter{w: f}
+	in := io.TeeReader(src, w)
+	lr, err := sparkey.NewLogReader(in, logName, size)
+	if err != nil {
+		return nil, w.mark(err)
+	}
+	defer lr.Close()
+	ic, err := sparkey.NewIndexCheck(lr.Header(), logName, index, indexName)
+	if err != nil {
 		return nil, err
 	}
-	s.LogCRC = crc32.Checksum(m.log, castagnoli)
-	s.IndexCRC = crc32.Checksum(m.index, castagnoli)
+	for lr.Next() {
+		if lr.Deleted() || !ic.Put(lr.Key(), lr.Offset()) {
+			continue
+		}
+		if err := check(lr.Key(), lr.Offset()); err != nil {
+			return nil, err
+		}
+	}
+	if err := lr.Err(); err != nil {
+		return nil, w.mark(err)
+	}
+	// What follows the data end is copied too: the file is the source's.
+	if _, err := io.Copy(io.Discard, in); err != nil {
+		return nil, w.mark(fmt.Errorf("sparkey: reading %s: %w", logName, err))
+	}
+	if w.n != size {
+		return nil, sparkeyCorrupt(logName, w.n, fmt.Sprintf("%d bytes, the listing said %d", w.n, size))
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+	}
+	s.LogCRC = w.crc
+	log, err := mapChecked(logPath, size, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+	}
+	err = ic.Finish(log)
+	unmapFile(log)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.WriteFile(sumPath, s.marshal(), 0o644); err != nil {
-		return nil, fmt.Errorf("table: placing a Sparkey pair: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
 	}
 	return []string{logPath, indexPath, sumPath}, nil
+}
+
+// crcWriter writes to w, counting the bytes and their CRC-32C, and keeps
+// the first error of w.
+type crcWriter struct {
+	w   io.Writer
+	n   int64
+	crc uint32
+	err error
+}
+
+func (c *crcWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.crc = crc32.Update(c.crc, castagnoli, b[:n])
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// mark returns err as ErrSparkeyWrite when writing the copy failed (the
+// tee then fails the read).
+func (c *crcWriter) mark(err error) error {
+	if c.err != nil {
+		return fmt.Errorf("%w: %w", ErrSparkeyWrite, c.err)
+	}
+	return err
 }
 
 func sparkeyCorrupt(file string, off int64, what string) error {

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package loader
-
-import "os"
-
-func reserve(*os.File, int64) {}
