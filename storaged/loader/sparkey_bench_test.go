@@ -42,6 +42,9 @@ func cpuTime(b *testing.B) time.Duration {
 //   - spk-plain-load: the same keys' Sparkey load from uncompressed logs,
 //     served in place (copied, checked, mapped);
 //   - spk-plain-stream: those uncompressed logs streamed into tables;
+//   - spk-copy: only copying the uncompressed logs into files (read from
+//     the source, written to the store; no parse), the least a load that
+//     serves them in place must do;
 //   - spk-read: reading the Sparkey pairs, index and log, every key's
 //     hash and partition checked, no table written;
 //   - spk-blocks: only decompressing and parsing every block of the logs,
@@ -77,6 +80,16 @@ func BenchmarkSparkeyFloor1M(b *testing.B) {
 		{"spk-plain-load", func() { load(plainSrc, plainFiles) }},
 		{"spk-plain-stream", func() {
 			loadWith(plainSrc, plainFiles, []Format{SparkeyFormat{Stream: true}, SequenceFileFormat{}})
+		}},
+		{"spk-copy", func() {
+			dir := filepath.Join(out, "copy")
+			os.MkdirAll(dir, 0o755)
+			benchEach(b, sparkeyUnits(b, plainFiles), func(u Unit) int {
+				return copyFile(b, plainSrc, u.Files[0], filepath.Join(dir, u.Files[0].Name))
+			})
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
 		}},
 		{"spk-read", func() {
 			l, err := Detect(spkFiles, nil)
@@ -233,4 +246,25 @@ func BenchmarkSparkeyInPlace1M(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms")
+}
+
+// copyFile copies f to path and returns the records the bench's units
+// hold, for benchEach's count.
+func copyFile(b *testing.B, src source.Source, f source.File, path string) int {
+	rc, err := src.Open(context.Background(), "bench", "1", f.Name)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	defer rc.Close()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, rc); err != nil {
+		b.Error(err)
+	}
+	return benchRecords / benchFiles
 }
