@@ -98,8 +98,13 @@ func (t *Table) Hash(key []byte) uint64 {
 
 // slot returns slot i's hash and address.
 func (t *Table) slot(i uint64) (hash, addr uint64) {
-	b := t.slots[i*t.ss : (i+1)*t.ss]
 	le := binary.LittleEndian
+	if t.ss == 8 {
+		// 4-byte hash and address, libsparkey's usual: one load.
+		x := le.Uint64(t.slots[i*8:])
+		return x & 0xffffffff, x >> 32
+	}
+	b := t.slots[i*t.ss : (i+1)*t.ss]
 	if t.ih.HashSize == 4 {
 		hash = uint64(le.Uint32(b))
 	} else {

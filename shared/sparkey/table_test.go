@@ -238,3 +238,20 @@ func TestTableHomeIsModulo(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIndexCheck checks a 125k-key index and streams its log past
+// it, as placing a pair does (per key).
+func BenchmarkIndexCheck(b *testing.B) {
+	var ops []op
+	for i := 0; i < 125_000; i++ {
+		ops = append(ops, op{key: fmt.Sprintf("key-%010d", i), val: "v"})
+	}
+	log, framed := write(b, WriterOptions{}, ops)
+	index := plainIndex(b, framed)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := streamCheck(log, index); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
