@@ -282,3 +282,35 @@ func rewriteIndex(t *testing.T, path string, edit func(ix []byte)) {
 		t.Fatal(err)
 	}
 }
+
+// TestSparkeyTwoPairsInPlace: two uncompressed pairs of one partition
+// (key ranges apart) are both served in place, looked up in turn.
+func TestSparkeyTwoPairsInPlace(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "db", "v1")
+	os.MkdirAll(dir, 0o755)
+	var p0 []testutil.Record
+	for _, r := range testutil.Records(2000, "v1") {
+		if partitioner.Partition(r.Key, 1) == 0 {
+			p0 = append(p0, r)
+		}
+	}
+	half := len(p0) / 2
+	testutil.WriteSparkeyPair(t, dir, "part-00000-00000", sparkey.WriterOptions{}, p0[:half])
+	testutil.WriteSparkeyPair(t, dir, "part-00000-00001", sparkey.WriterOptions{}, p0[half:])
+	res, parts, err := load(t, root, "db", "v1", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 1 || res.InPlace != 2 || res.Records != int64(len(p0)) {
+		t.Fatalf("%d partitions, %+v: want one, two pairs in place", len(parts), res)
+	}
+	for _, r := range p0 {
+		if v, err := get(parts, r.Key); err != nil || !bytes.Equal(v, r.Value) {
+			t.Fatalf("%q = %q, %v", r.Key, v, err)
+		}
+	}
+	if _, err := get(parts, []byte("absent")); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("absent key: %v", err)
+	}
+}
