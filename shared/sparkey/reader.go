@@ -59,7 +59,7 @@ func (b *Buffers) NewReader(log io.Reader, logSize int64, logName string, index 
 	if err != nil {
 		return nil, err
 	}
-	r, err := newReader(lr, index, indexName, b, false)
+	r, err := newReader(lr, index, indexName, b)
 	if err != nil {
 		lr.Close()
 		return nil, err
@@ -67,32 +67,8 @@ func (b *Buffers) NewReader(log io.Reader, logSize int64, logName string, index 
 	return r, nil
 }
 
-// NewPlainReader is NewReader for an uncompressed index (NAME.spi, as
-// libsparkey writes it and spangle keeps a log served in place).
-func (b *Buffers) NewPlainReader(log io.Reader, logSize int64, logName string, index io.Reader, indexName string) (*Reader, error) {
-	lr, err := newLogReader(log, logName, logSize, b)
-	if err != nil {
-		return nil, err
-	}
-	r, err := newReader(lr, index, indexName, b, true)
-	if err != nil {
-		lr.Close()
-		return nil, err
-	}
-	return r, nil
-}
-
-func newReader(lr *LogReader, index io.Reader, indexName string, bufs *Buffers, plain bool) (*Reader, error) {
-	var ir *IndexReader
-	var err error
-	if plain {
-		ir, err = NewIndexReader(index, indexName)
-		if ir != nil && bufs != nil {
-			ir.buf = bufs.slots[:0]
-		}
-	} else {
-		ir, err = newFramedIndexReader(index, indexName, bufs)
-	}
+func newReader(lr *LogReader, index io.Reader, indexName string, bufs *Buffers) (*Reader, error) {
+	ir, err := newFramedIndexReader(index, indexName, bufs)
 	if bufs != nil {
 		defer bufs.keepIndex(ir)
 	}
@@ -160,9 +136,7 @@ func (b *Buffers) keepIndex(ir *IndexReader) {
 		b.slots = ir.buf[:0]
 		ir.buf = nil
 	}
-	if b.framing != nil {
-		b.framing.Reset(nil)
-	}
+	b.framing.Reset(nil)
 }
 
 // mix combines a slot's address and hash into one value whose sum over a
