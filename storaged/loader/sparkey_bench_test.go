@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
@@ -45,6 +48,9 @@ func cpuTime(b *testing.B) time.Duration {
 //   - spk-copy: only copying the uncompressed logs into files (read from
 //     the source, written to the store; no parse), the least a load that
 //     serves them in place must do;
+//   - spk-cfr: only copying them in the kernel (copy_file_range, straight
+//     from the source's directory) and summing the copy mapped, the least
+//     a load placing them from the local source does;
 //   - spk-read: reading the Sparkey pairs, index and log, every key's
 //     hash and partition checked, no table written;
 //   - spk-blocks: only decompressing and parsing every block of the logs,
@@ -86,6 +92,17 @@ func BenchmarkSparkeyFloor1M(b *testing.B) {
 			os.MkdirAll(dir, 0o755)
 			benchEach(b, sparkeyUnits(b, plainFiles), func(u Unit) int {
 				return copyFile(b, plainSrc, u.Files[0], filepath.Join(dir, u.Files[0].Name))
+			})
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
+		}},
+		{"spk-cfr", func() {
+			dir := filepath.Join(out, "cfr")
+			os.MkdirAll(dir, 0o755)
+			root := testutil.BenchSparkeyDatasetOf(b, benchRecords, benchFiles, sparkey.None)
+			benchEach(b, sparkeyUnits(b, plainFiles), func(u Unit) int {
+				return cfrFile(b, filepath.Join(root, "bench", "1", u.Files[0].Name), filepath.Join(dir, u.Files[0].Name))
 			})
 			b.StopTimer()
 			os.RemoveAll(dir)
@@ -266,5 +283,37 @@ func copyFile(b *testing.B, src source.Source, f source.File, path string) int {
 	if _, err := io.Copy(out, rc); err != nil {
 		b.Error(err)
 	}
+	return benchRecords / benchFiles
+}
+
+// cfrFile copies from to to in the kernel, maps the copy and sums it
+// (CRC-32C), and drops from's pages from the cache as the source does.
+func cfrFile(b *testing.B, from, to string) int {
+	in, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	fi, _ := in.Stat()
+	out, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	left := fi.Size()
+	for left > 0 {
+		n, err := unix.CopyFileRange(int(in.Fd()), nil, int(out.Fd()), nil, int(min(left, 4<<20)), 0)
+		if err != nil || n == 0 {
+			b.Fatal(err, n)
+		}
+		left -= int64(n)
+	}
+	m, err := unix.Mmap(int(out.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = crc32.Checksum(m, crc32.MakeTable(crc32.Castagnoli))
+	unix.Munmap(m)
+	_ = unix.Fadvise(int(in.Fd()), 0, 0, unix.FADV_DONTNEED)
 	return benchRecords / benchFiles
 }

@@ -60,14 +60,21 @@ func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base st
 		return nil, 0, nil, err
 	}
 	var keys int64
-	files, err := table.PlaceSparkeyPair(dir, base, u.Partition, n, io.MultiReader(bytes.NewReader(hdr[:]), lg), logf.Size,
-		in.Path(logf), in.Path(ixf), func(key []byte, off int64) error {
-			keys++
-			if keys%recordBatch == 0 && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return check(key, off)
-		})
+	checkKey := func(key []byte, off int64) error {
+		keys++
+		if keys%recordBatch == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return check(key, off)
+	}
+	var files []string
+	if fc, ok := lg.(source.FileCopier); ok {
+		fill := func(f *os.File) error { return copyLog(ctx, in, logf, hdr[:], lg, fc, f) }
+		files, err = table.PlaceSparkeyCopy(dir, base, u.Partition, n, logf.Size, fill, in.Path(logf), in.Path(ixf), checkKey)
+	} else {
+		files, err = table.PlaceSparkeyPair(dir, base, u.Partition, n, io.MultiReader(bytes.NewReader(hdr[:]), lg), logf.Size,
+			in.Path(logf), in.Path(ixf), checkKey)
+	}
 	switch {
 	case errors.Is(err, table.ErrSparkeyWrite):
 		return nil, 0, nil, localErr(err)
@@ -75,6 +82,64 @@ func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base st
 		return nil, 0, nil, fmt.Errorf("loader: %w", err)
 	}
 	return files, keys, nil, nil
+}
+
+// copyChunk is how much copyLog copies between checks of its context.
+const copyChunk = 4 << 20
+
+// copyLog writes the log logf into f: hdr, already read from lg, then the
+// rest of lg copied in the kernel (fc, in chunks of copyChunk, ctx checked
+// between them), or read and written where the kernel cannot copy
+// between the two files. The source must be exactly the listing's size.
+func copyLog(ctx context.Context, in Input, logf source.File, hdr []byte, lg io.Reader, fc source.FileCopier, f *os.File) error {
+	if _, err := f.Write(hdr); err != nil {
+		return localErr(err)
+	}
+	left := logf.Size - int64(len(hdr))
+	shorter := func() error {
+		return badfile.New("sparkey", sparkey.ErrCorrupt, in.Path(logf), logf.Size-left, fmt.Sprintf("truncated: the listing said %d bytes", logf.Size), nil)
+	}
+	for left > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		got, err := fc.CopyTo(f, min(left, copyChunk))
+		left -= got
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+		case err != nil:
+			return fmt.Errorf("loader: copying %s: %w", in.Path(logf), err)
+		case got == 0:
+			return shorter()
+		default:
+			continue
+		}
+		break
+	}
+	if left > 0 { // read and write what the kernel did not copy
+		src := &inputErr{r: lg}
+		n, err := io.CopyN(f, src, left)
+		left -= n
+		var ie *srcErr
+		switch {
+		case errors.As(err, &ie):
+			return fmt.Errorf("loader: reading %s: %w", in.Path(logf), ie.err)
+		case err == io.EOF:
+			return shorter()
+		case err != nil:
+			return localErr(err)
+		}
+	}
+	// Nothing past the listing's size (and the source unchanged since it
+	// was opened: its reader checks at its end).
+	var b [1]byte
+	switch n, err := lg.Read(b[:]); {
+	case n > 0 || err == nil:
+		return badfile.New("sparkey", sparkey.ErrCorrupt, in.Path(logf), logf.Size, "longer than the listing said", nil)
+	case err != io.EOF:
+		return fmt.Errorf("loader: reading %s: %w", in.Path(logf), err)
+	}
+	return nil
 }
 
 type readCloser struct {

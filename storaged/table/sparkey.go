@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -261,6 +262,21 @@ var ErrSparkeyWrite = errors.New("table: writing a Sparkey pair failed")
 // indexName name the files in errors (the source's, say). It returns the
 // pair's files, to sync; on error the caller removes dir.
 func PlaceSparkeyPair(dir, base string, p, n int, src io.Reader, size int64, logName, indexName string, check func(key []byte, off int64) error) ([]string, error) {
+	return placeSparkey(dir, base, p, n, src, nil, size, logName, indexName, check)
+}
+
+// PlaceSparkeyCopy is PlaceSparkeyPair for a log that fill copies into
+// the store itself (in the kernel, say: copy_file_range): fill writes
+// the log's size bytes to f from its start, and its errors are returned
+// as they are. The copy is then checked as PlaceSparkeyPair checks what
+// it reads, in one pass over the copy mapped (the checks and the sum
+// file's CRC-32C): what is served is what was checked, whatever the
+// source did during the copy.
+func PlaceSparkeyCopy(dir, base string, p, n int, size int64, fill func(f *os.File) error, logName, indexName string, check func(key []byte, off int64) error) ([]string, error) {
+	return placeSparkey(dir, base, p, n, nil, fill, size, logName, indexName, check)
+}
+
+func placeSparkey(dir, base string, p, n int, src io.Reader, fill func(f *os.File) error, size int64, logName, indexName string, check func(key []byte, off int64) error) ([]string, error) {
 	logPath, indexPath, sumPath := SparkeyPaths(dir, base)
 	s := SparkeyPair{Base: base, Partition: p, Partitions: n, LogSize: size}
 	fi, err := os.Stat(indexPath)
@@ -287,6 +303,23 @@ func PlaceSparkeyPair(dir, base string, p, n int, src io.Reader, size int64, log
 		reserve(f, 0, size) // else the writes allocate as they go
 	}
 	w := &crcWriter{w: f}
+	var log []byte // the copy, mapped, when fill made it
+	if fill != nil {
+		if err := fill(f); err != nil {
+			return nil, err
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+		}
+		if size == 0 {
+			return nil, sparkeyCorrupt(logName, 0, "truncated while reading the header")
+		}
+		if log, err = mapChecked(logPath, size, true); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+		}
+		defer func() { unmapFile(log) }()
+		src, w.w = bytes.NewReader(log), io.Discard
+	}
 	in := io.TeeReader(src, w)
 	lr, err := sparkey.NewLogReader(in, logName, size)
 	if err != nil {
@@ -315,17 +348,17 @@ func PlaceSparkeyPair(dir, base string, p, n int, src io.Reader, size int64, log
 	if w.n != size {
 		return nil, sparkeyCorrupt(logName, w.n, fmt.Sprintf("%d bytes, the listing said %d", w.n, size))
 	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
-	}
 	s.LogCRC = w.crc
-	log, err := mapChecked(logPath, size, false)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+	if log == nil {
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+		}
+		if log, err = mapChecked(logPath, size, false); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
+		}
+		defer func() { unmapFile(log) }()
 	}
-	err = ic.Finish(log)
-	unmapFile(log)
-	if err != nil {
+	if err := ic.Finish(log); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(sumPath, s.marshal(), 0o644); err != nil {
