@@ -3,6 +3,7 @@ package loader
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -312,5 +313,50 @@ func TestSparkeyTwoPairsInPlace(t *testing.T) {
 	}
 	if _, err := get(parts, []byte("absent")); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("absent key: %v", err)
+	}
+}
+
+// TestSparkeyInPlaceSourceChanged: a log placed from the local source
+// (copied in the kernel) that is shorter or longer than the listing said
+// fails the load naming it, as does a cancelled load; nothing is served.
+func TestSparkeyInPlaceSourceChanged(t *testing.T) {
+	recs := testutil.Records(3000, "v1")
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, path string)
+		cancel bool
+	}{
+		{"shorter", func(t *testing.T, p string) {
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-7], 0o644)
+		}, false},
+		{"longer", func(t *testing.T, p string) {
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("more")
+			f.Close()
+		}, false},
+		{"cancelled", func(t *testing.T, p string) {}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := testutil.WriteSparkeyVersion(t, root, "db", "v1", 2, sparkey.WriterOptions{}, recs)
+			src, files := testutil.OpenVersion(t, root, "db", "v1")
+			c.change(t, filepath.Join(dir, "part-00001.spl"))
+			ctx, cancel := context.WithCancel(t.Context())
+			if c.cancel {
+				cancel()
+			}
+			defer cancel()
+			_, err := Load(ctx, Request{Source: src, DB: "db", Version: "v1", Files: files,
+				Dir: func(p int) string { return filepath.Join(t.TempDir(), "p") }},
+				Options{Build: table.BuildOptions{NoSync: true}})
+			switch {
+			case c.cancel && !errors.Is(err, context.Canceled):
+				t.Fatalf("%v: want context.Canceled", err)
+			case !c.cancel && (err == nil || !strings.Contains(err.Error(), "db/v1/part-00001.spl")):
+				t.Fatalf("%v: want an error naming db/v1/part-00001.spl", err)
+			}
+			t.Log(err)
+		})
 	}
 }
