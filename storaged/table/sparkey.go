@@ -1,7 +1,6 @@
 package table
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -318,10 +317,17 @@ func placeSparkey(dir, base string, p, n int, src io.Reader, fill func(f *os.Fil
 			return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
 		}
 		defer func() { unmapFile(log) }()
-		src, w.w = bytes.NewReader(log), io.Discard
+		// Parsed where it lies; summed a chunk behind the parse, while
+		// the chunk is still in the CPU's caches.
+		w.w = io.Discard
 	}
 	in := io.TeeReader(src, w)
-	lr, err := sparkey.NewLogReader(in, logName, size)
+	var lr *sparkey.LogReader
+	if log != nil {
+		lr, err = sparkey.NewLogReaderBytes(log, logName)
+	} else {
+		lr, err = sparkey.NewLogReader(in, logName, size)
+	}
 	if err != nil {
 		return nil, w.mark(err)
 	}
@@ -331,6 +337,9 @@ func placeSparkey(dir, base string, p, n int, src io.Reader, fill func(f *os.Fil
 		return nil, err
 	}
 	for lr.Next() {
+		if log != nil && lr.Offset()-w.n >= sumChunk {
+			w.Write(log[w.n:lr.Offset()])
+		}
 		if lr.Deleted() || !ic.Put(lr.Key(), lr.Offset()) {
 			continue
 		}
@@ -342,7 +351,9 @@ func placeSparkey(dir, base string, p, n int, src io.Reader, fill func(f *os.Fil
 		return nil, w.mark(err)
 	}
 	// What follows the data end is copied too: the file is the source's.
-	if _, err := io.Copy(io.Discard, in); err != nil {
+	if log != nil {
+		w.Write(log[w.n:])
+	} else if _, err := io.Copy(io.Discard, in); err != nil {
 		return nil, w.mark(fmt.Errorf("sparkey: reading %s: %w", logName, err))
 	}
 	if w.n != size {
@@ -366,6 +377,9 @@ func placeSparkey(dir, base string, p, n int, src io.Reader, fill func(f *os.Fil
 	}
 	return []string{logPath, indexPath, sumPath}, nil
 }
+
+// sumChunk is how far the sum of a mapped copy trails its parse.
+const sumChunk = 256 << 10
 
 // crcWriter writes to w, counting the bytes and their CRC-32C, and keeps
 // the first error of w.
