@@ -30,7 +30,9 @@ type placer interface {
 
 // Place implements placer: an uncompressed log is copied as it is, its
 // index decompressed beside it, and both checked in place (see
-// table.PlaceSparkeyPair), which a lookup then reads without tables. A
+// table.PlaceSparkeyPair), which a lookup then reads without tables; from
+// the local source (source.FileCopier) the log is copied in the kernel
+// and checked in the copy (table.PlaceSparkeyCopy). A
 // log in blocks (or any log when f.Stream) is streamed into tables: its
 // lookups would decompress a block each.
 func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base string, n int, check func(key []byte, off int64) error) ([]string, int64, Records, error) {
