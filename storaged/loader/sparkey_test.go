@@ -18,6 +18,7 @@ import (
 
 	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
+	"spangle/shared/source"
 	"spangle/shared/sparkey"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/table"
@@ -358,5 +359,41 @@ func TestSparkeyInPlaceSourceChanged(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// readOnly is a source whose files can only be read (as S3's): no copy
+// in the kernel.
+type readOnly struct{ source.Source }
+
+func (r readOnly) Open(ctx context.Context, db, version, name string) (io.ReadCloser, error) {
+	rc, err := r.Source.Open(ctx, db, version, name)
+	return struct{ io.ReadCloser }{rc}, err
+}
+
+// TestSparkeyInPlaceReadOnlySource: logs from a source whose files can
+// only be read are placed too (checked as they stream into the copy),
+// and a key of the wrong partition still fails the load.
+func TestSparkeyInPlaceReadOnlySource(t *testing.T) {
+	recs := testutil.Records(3000, "v1")
+	root := t.TempDir()
+	dir := testutil.WriteSparkeyVersion(t, root, "db", "v1", 2, sparkey.WriterOptions{}, recs)
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
+	res, err := Load(t.Context(), Request{Source: readOnly{src}, DB: "db", Version: "v1", Files: files,
+		Dir: func(p int) string { return filepath.Join(t.TempDir(), fmt.Sprint(p)) }},
+		Options{Build: table.BuildOptions{NoSync: true}})
+	if err != nil || res.InPlace != 2 || res.Records != int64(len(recs)) {
+		t.Fatalf("%+v, %v: want both pairs in place", res, err)
+	}
+	for _, s := range []string{".spl", ".spi.sz"} {
+		os.Rename(filepath.Join(dir, "part-00001"+s), filepath.Join(dir, "part-00000"+s))
+	}
+	testutil.WriteSparkeyPair(t, dir, "part-00001", sparkey.WriterOptions{}, nil)
+	src, files = testutil.OpenVersion(t, root, "db", "v1")
+	_, err = Load(t.Context(), Request{Source: readOnly{src}, DB: "db", Version: "v1", Files: files,
+		Dir: func(p int) string { return filepath.Join(t.TempDir(), fmt.Sprint(p)) }},
+		Options{Build: table.BuildOptions{NoSync: true}})
+	if !errors.Is(err, ErrWrongPartition) {
+		t.Fatalf("%v: want ErrWrongPartition", err)
 	}
 }

@@ -70,7 +70,7 @@ func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base st
 		return check(key, off)
 	}
 	var files []string
-	if fc, ok := lg.(source.FileCopier); ok {
+	if fc, ok := fileCopier(lg); ok {
 		fill := func(f *os.File) error { return copyLog(ctx, in, logf, hdr[:], lg, fc, f) }
 		files, err = table.PlaceSparkeyCopy(dir, base, u.Partition, n, logf.Size, fill, in.Path(logf), in.Path(ixf), checkKey)
 	} else {
@@ -84,6 +84,21 @@ func (f SparkeyFormat) Place(ctx context.Context, u Unit, in Input, dir, base st
 		return nil, 0, nil, fmt.Errorf("loader: %w", err)
 	}
 	return files, keys, nil, nil
+}
+
+// fileCopier is r as a source.FileCopier when its source's file can be
+// copied in the kernel (the local source's; a countingReader counts what
+// it copies).
+func fileCopier(r io.Reader) (source.FileCopier, bool) {
+	inner := r
+	if c, ok := r.(countingReader); ok {
+		inner = c.ReadCloser
+	}
+	if _, ok := inner.(source.FileCopier); !ok {
+		return nil, false
+	}
+	fc, ok := r.(source.FileCopier)
+	return fc, ok
 }
 
 // copyChunk is how much copyLog copies between checks of its context.
