@@ -313,16 +313,19 @@ func placeSparkey(dir, base string, p, n int, src io.Reader, fill func(f *os.Fil
 		if size == 0 {
 			return nil, sparkeyCorrupt(logName, 0, "truncated while reading the header")
 		}
-		if log, err = mapChecked(logPath, size, true); err != nil {
+		if log, err = mapChecked(logPath, size, false); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSparkeyWrite, err)
 		}
 		defer func() { unmapFile(log) }()
 		// Parsed where it lies; summed a chunk behind the parse, while
-		// the chunk is still in the CPU's caches.
+		// the chunk is still in the CPU's caches, and then dropped from
+		// the process (dropMapped): the mapping would otherwise count
+		// the whole log in the load's peak RSS.
 		w.w = io.Discard
 	}
 	in := io.TeeReader(src, w)
 	var lr *sparkey.LogReader
+	var dropped int64 // of the mapped copy, summed and dropped
 	if log != nil {
 		lr, err = sparkey.NewLogReaderBytes(log, logName)
 	} else {
@@ -339,6 +342,10 @@ func placeSparkey(dir, base string, p, n int, src io.Reader, fill func(f *os.Fil
 	for lr.Next() {
 		if log != nil && lr.Offset()-w.n >= sumChunk {
 			w.Write(log[w.n:lr.Offset()])
+			if end := w.n &^ (sumChunk - 1); end > dropped {
+				dropMapped(log[dropped:end])
+				dropped = end
+			}
 		}
 		if lr.Deleted() || !ic.Put(lr.Key(), lr.Offset()) {
 			continue
