@@ -51,6 +51,9 @@ type Options struct {
 	// as JSON by the _FORMAT written beside the version), Snappy, as
 	// Spark writes them.
 	Format string
+	// SparkeyPlain writes FormatSparkey's logs uncompressed (which
+	// storaged serves in place) instead of in Snappy blocks.
+	SparkeyPlain bool
 }
 
 // Input formats of a dataset.
@@ -145,6 +148,9 @@ func Write(ctx context.Context, root string, o Options) (*Dataset, error) {
 		SeqFile: seqfile.WriterOptions{Compression: o.Compression, Codec: o.Codec}}
 	if o.Format == FormatSparkey {
 		vo.Format, vo.Sparkey = versiontest.Sparkey, sparkey.WriterOptions{Compression: sparkey.Snappy}
+		if o.SparkeyPlain {
+			vo.Sparkey.Compression = sparkey.None
+		}
 	}
 	w, err := versiontest.WriteFunc(root, o.DB, o.Version, vo, func(part int, put func(k, v []byte) error) error {
 		key := make([]byte, 0, 32)

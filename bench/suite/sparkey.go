@@ -24,64 +24,87 @@ const (
 )
 
 // sparkeySection writes the dataset's keys as uncompressed SequenceFiles
-// and as Sparkey pairs, loads each alternately (storaged start to ACTIVE,
-// and its peak memory), then compares GET throughput of a storaged on each.
+// and as Sparkey pairs twice, logs in Snappy blocks (streamed into
+// tables) and uncompressed (served in place), loads each in turn
+// (storaged start to ACTIVE, and its peak memory), then compares GET
+// throughput of a storaged on each Sparkey db with one on the
+// SequenceFiles.
 func (b *bench) sparkeySection(ctx context.Context) {
-	metric := fmt.Sprintf("load %s keys from Sparkey (Snappy blocks): storaged start to ACTIVE", count(b.o.Keys))
+	metric := fmt.Sprintf("load %s keys from Sparkey: storaged start to ACTIVE", count(b.o.Keys))
 	seq, err := b.writeDataset(ctx, "src-sparkey-seq", b.o.Keys, false)
 	if err != nil {
 		b.failed(metric, err)
 		return
 	}
 	defer os.RemoveAll(seq.Root)
-	root := filepath.Join(b.tmp, "src-sparkey")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		b.failed(metric, err)
-		return
-	}
-	defer os.RemoveAll(root)
-	t0 := time.Now()
-	spk, err := dataset.Write(ctx, root, dataset.Options{Keys: b.o.Keys, Format: dataset.FormatSparkey})
-	if err != nil {
-		b.failed(metric, err)
-		return
-	}
-	b.log.Info("Sparkey dataset written", zap.String("dir", root), zap.Int64("bytes", spk.Bytes), zap.Duration("took", time.Since(t0)))
-
-	var sl, ql, sp, qp []float64
-	for r := 0; r < b.o.Rounds && ctx.Err() == nil; r++ {
-		order := []*dataset.Dataset{spk, seq}
-		if r%2 == 1 {
-			order = []*dataset.Dataset{seq, spk}
+	kinds := []struct {
+		name  string
+		plain bool
+		ds    *dataset.Dataset
+		l, p  []float64
+	}{{name: "Snappy blocks, streamed into tables"}, {name: "uncompressed, served in place", plain: true}}
+	for i := range kinds {
+		k := &kinds[i]
+		root := filepath.Join(b.tmp, fmt.Sprintf("src-sparkey-%d", i))
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			b.failed(metric, err)
+			return
 		}
-		for _, ds := range order {
+		defer os.RemoveAll(root)
+		t0 := time.Now()
+		k.ds, err = dataset.Write(ctx, root, dataset.Options{Keys: b.o.Keys, Format: dataset.FormatSparkey, SparkeyPlain: k.plain})
+		if err != nil {
+			b.failed(metric, err)
+			return
+		}
+		b.log.Info("Sparkey dataset written", zap.String("dir", root), zap.Bool("uncompressed", k.plain),
+			zap.Int64("bytes", k.ds.Bytes), zap.Duration("took", time.Since(t0)))
+	}
+
+	var ql, qp []float64
+	for r := 0; r < b.o.Rounds && ctx.Err() == nil; r++ {
+		// Each round in another order: 0 1 2, 2 1 0, ...
+		order := []int{0, 1, 2}
+		if r%2 == 1 {
+			order = []int{2, 1, 0}
+		}
+		for _, i := range order {
+			ds := seq
+			if i < len(kinds) {
+				ds = kinds[i].ds
+			}
 			took, mem, err := b.loadOnce(ctx, ds)
 			if err != nil {
 				b.failed(metric, err)
 				return
 			}
-			if ds == spk {
-				sl, sp = append(sl, took.Seconds()), append(sp, proc.MB(mem.Peak))
+			if i < len(kinds) {
+				kinds[i].l, kinds[i].p = append(kinds[i].l, took.Seconds()), append(kinds[i].p, proc.MB(mem.Peak))
 			} else {
 				ql, qp = append(ql, took.Seconds()), append(qp, proc.MB(mem.Peak))
 			}
 		}
-		b.log.Info("sparkey load round", zap.Int("round", r), zap.Float64("sparkey_s", sl[len(sl)-1]), zap.Float64("seqfile_s", ql[len(ql)-1]))
+		b.log.Info("sparkey load round", zap.Int("round", r), zap.Float64("sparkey_snappy_s", kinds[0].l[len(kinds[0].l)-1]),
+			zap.Float64("sparkey_plain_s", kinds[1].l[len(kinds[1].l)-1]), zap.Float64("seqfile_s", ql[len(ql)-1]))
 	}
-	if len(sl) == 0 {
+	if len(ql) == 0 {
 		return
 	}
-	note := fmt.Sprintf("%d rounds alternated, spread %.0f%% / %.0f%%; %.0f MB of Sparkey files, %.0f MB of SequenceFiles, in the page cache",
-		len(sl), 100*stats.Spread(sl), 100*stats.Spread(ql), proc.MB(spk.Bytes), proc.MB(seq.Bytes))
-	b.rep.Rows = append(b.rep.Rows,
-		report.NewRow(metric, "s", stats.Median(sl), "uncompressed SequenceFiles", stats.Median(ql), note,
-			report.Target{Kind: report.RatioAtMost, Limit: sparkeyLoadRatioTarget}),
-		report.NewRow(fmt.Sprintf("storaged peak RSS while loading %s keys from Sparkey", count(b.o.Keys)), "MB",
-			stats.Median(sp), "uncompressed SequenceFiles", stats.Median(qp), "VmHWM of the process started on each, median over rounds",
-			report.Target{Kind: report.RatioAtMost, Limit: sparkeyRSSRatioTarget}))
-
-	b.getRowAgainstSequenceFiles(ctx, "storaged GET, Sparkey-loaded db", "storaged-sparkey", "storaged on Sparkey", spk.Root,
-		"SequenceFile-loaded db", seq.Root, sparkeyGetRatioTarget)
+	for _, k := range kinds {
+		note := fmt.Sprintf("%d rounds, order alternated, spread %.0f%% / %.0f%%; %.0f MB of Sparkey files, %.0f MB of SequenceFiles, in the page cache",
+			len(k.l), 100*stats.Spread(k.l), 100*stats.Spread(ql), proc.MB(k.ds.Bytes), proc.MB(seq.Bytes))
+		b.rep.Rows = append(b.rep.Rows,
+			report.NewRow(fmt.Sprintf("load %s keys from Sparkey (%s): storaged start to ACTIVE", count(b.o.Keys), k.name), "s",
+				stats.Median(k.l), "uncompressed SequenceFiles", stats.Median(ql), note,
+				report.Target{Kind: report.RatioAtMost, Limit: sparkeyLoadRatioTarget}),
+			report.NewRow(fmt.Sprintf("storaged peak RSS while loading %s keys from Sparkey (%s)", count(b.o.Keys), k.name), "MB",
+				stats.Median(k.p), "uncompressed SequenceFiles", stats.Median(qp), "VmHWM of the process started on each, median over rounds",
+				report.Target{Kind: report.RatioAtMost, Limit: sparkeyRSSRatioTarget}))
+	}
+	for i, k := range kinds {
+		b.getRowAgainstSequenceFiles(ctx, fmt.Sprintf("storaged GET, Sparkey db (%s)", k.name), fmt.Sprintf("storaged-sparkey-%d", i),
+			"storaged on Sparkey", k.ds.Root, "SequenceFile-loaded db", seq.Root, sparkeyGetRatioTarget)
+	}
 }
 
 // getRowAgainstSequenceFiles adds the row of metric: GET throughput of a

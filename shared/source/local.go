@@ -298,6 +298,7 @@ type localFile struct {
 	timeout time.Duration
 	buf     []byte // where reads land; dropped with a read given up on
 	err     error  // once a read was given up on
+	copied  bool   // CopyTo has copied some of it
 }
 
 // maxRead bounds one read (and the file's buffer).
@@ -391,4 +392,50 @@ func (l *local) Pin(ctx context.Context, db string) (string, error) {
 		}
 		return &localFile{ctx: ctx, f: f, path: db + "/" + PinFile, size: size, left: size, timeout: l.opts.LocalTimeout}, nil
 	})
+}
+
+// FileCopier is implemented by the readers of the local source's data
+// files, to copy a file into another in the kernel rather than through
+// Read.
+type FileCopier interface {
+	// CopyTo copies up to n of the file's next bytes (of the size it had
+	// when opened) to dst at its offset and returns how many it copied,
+	// fewer only with an error: ErrChanged when the file is shorter than
+	// when it was opened, errors.ErrUnsupported when the kernel cannot
+	// copy between the two files (then both files' offsets are past what
+	// was copied, and Read and dst's Write go on from there). One call is bounded as a read is
+	// (Options.LocalTimeout, the context Open was given); callers copy a
+	// few MiB a call, to check their own context between calls.
+	CopyTo(dst *os.File, n int64) (int64, error)
+}
+
+func (f *localFile) CopyTo(dst *os.File, n int64) (int64, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n = min(n, f.left)
+	var done int64
+	for done < n {
+		got, err, ok := bounded(f.ctx, f.timeout, "copying "+f.path, func() (int, error) {
+			return copyRange(f.f, dst, int(min(n-done, 1<<30)))
+		}, nil)
+		switch {
+		case !ok:
+			f.err = err
+			return done, err
+		case errors.Is(err, errors.ErrUnsupported):
+			return done, err
+		case err != nil:
+			return done, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		case got == 0 && !f.copied:
+			// Some file systems copy nothing rather than fail.
+			return 0, fmt.Errorf("%w: copy_file_range copied nothing", errors.ErrUnsupported)
+		case got == 0:
+			return done, fmt.Errorf("%w: %s: %d bytes shorter than when it was opened", ErrChanged, f.path, f.left)
+		}
+		done += int64(got)
+		f.left -= int64(got)
+		f.copied = true
+	}
+	return done, nil
 }

@@ -3,6 +3,7 @@ package sparkey
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -34,6 +35,45 @@ func FuzzLogReader(f *testing.F) {
 			checkFuzzErr(t, err)
 		} else if h := lr.Header(); n != h.Puts+h.Deletes {
 			t.Fatalf("read %d entries without error, the header counts %d", n, h.Puts+h.Deletes)
+		}
+	})
+}
+
+// FuzzLogReaderBytes reads arbitrary bytes as a log held whole
+// (NewLogReaderBytes) and as a stream (NewLogReader): the same entries,
+// at the same offsets, and the same error.
+func FuzzLogReaderBytes(f *testing.F) {
+	for _, b := range seedFiles(f, ".spl") {
+		f.Add(b)
+	}
+	log, _ := write(f, WriterOptions{}, []op{{key: "a", val: "1"}, {key: "b", del: true}, {key: "c", val: string(make([]byte, 300))}})
+	f.Add(log)
+	f.Add(log[:len(log)-5])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sr, serr := NewLogReader(bytes.NewReader(data), "fuzz.spl", int64(len(data)))
+		br, berr := NewLogReaderBytes(data, "fuzz.spl")
+		if fmt.Sprint(serr) != fmt.Sprint(berr) {
+			t.Fatalf("header: streamed %v, whole %v", serr, berr)
+		}
+		if serr != nil {
+			return
+		}
+		defer sr.Close()
+		defer br.Close()
+		for {
+			sn, bn := sr.Next(), br.Next()
+			if sn != bn {
+				t.Fatalf("streamed Next %v, whole %v", sn, bn)
+			}
+			if !sn {
+				break
+			}
+			if !bytes.Equal(sr.Key(), br.Key()) || !bytes.Equal(sr.Value(), br.Value()) || sr.Deleted() != br.Deleted() || sr.Offset() != br.Offset() {
+				t.Fatalf("entry at %d/%d differs", sr.Offset(), br.Offset())
+			}
+		}
+		if fmt.Sprint(sr.Err()) != fmt.Sprint(br.Err()) {
+			t.Fatalf("streamed %v, whole %v", sr.Err(), br.Err())
 		}
 	})
 }

@@ -2,6 +2,7 @@ package sparkey
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ type LogReader struct {
 
 	key, val []byte
 	scratch  []byte
+	mem      []byte // the whole uncompressed log (NewLogReaderBytes)
 	del      bool
 	entryPos int64
 	entryIdx uint64
@@ -47,6 +49,22 @@ const logBuffer = 64 << 10
 // every length in it) from r; name is used in errors.
 func NewLogReader(r io.Reader, name string, size int64) (*LogReader, error) {
 	return newLogReader(r, name, size, nil)
+}
+
+// NewLogReaderBytes reads the log held whole in data (a mapped file,
+// say): Key and Value are then slices of data, and the entries of an
+// uncompressed log are parsed where they lie, without a copy. Errors are
+// those NewLogReader's reader would return, at the same offsets.
+func NewLogReaderBytes(data []byte, name string) (*LogReader, error) {
+	lr := &LogReader{file: name, r: bufio.NewReaderSize(bytes.NewReader(data), 16)}
+	if err := lr.readHeader(int64(len(data))); err != nil {
+		lr.Close()
+		return nil, err
+	}
+	if lr.header.Compression == None {
+		lr.mem = data
+	}
+	return lr, nil
 }
 
 // newLogReader is NewLogReader reading with bufs' memory, when set (see
@@ -133,9 +151,12 @@ func (lr *LogReader) Next() bool {
 		return false
 	}
 	var err error
-	if lr.header.Compression == None {
+	switch {
+	case lr.mem != nil:
+		err = lr.nextMem()
+	case lr.header.Compression == None:
 		err = lr.nextPlain()
-	} else {
+	default:
 		err = lr.nextBlocked()
 	}
 	if err != nil {
@@ -251,6 +272,64 @@ func (lr *LogReader) nextPlain() error {
 	lr.off += int64(n)
 	lr.key, lr.val = rec[:klen:klen], rec[klen:]
 	return nil
+}
+
+// nextMem is nextPlain over lr.mem.
+func (lr *LogReader) nextMem() error {
+	end := int64(lr.header.DataEnd)
+	if lr.off >= end {
+		lr.done = true
+		return nil
+	}
+	start := lr.off
+	lr.entryPos, lr.entryIdx = start, 0
+	rest := lr.mem[start:]
+	a, n1 := uvarint(rest)
+	if n1 <= 0 {
+		return lr.memErr(start, n1)
+	}
+	b, n2 := uvarint(rest[n1:])
+	if n2 <= 0 {
+		return lr.memErr(start, n2)
+	}
+	klen, vlen, err := lr.checkLens(a, b, start)
+	if err != nil {
+		return err
+	}
+	lr.off += int64(n1 + n2)
+	n := klen + vlen
+	if left := end - lr.off; left < 0 || n > uint64(left) {
+		return corrupt(lr.file, start, nil, "entry of %d bytes runs past the data end %d", n, end)
+	}
+	rec := lr.mem[lr.off : lr.off+int64(n) : lr.off+int64(n)]
+	lr.off += int64(n)
+	lr.key, lr.val = rec[:klen:klen], rec[klen:]
+	return nil
+}
+
+// uvarint decodes an unsigned LEB128 integer from b as vlq reads one:
+// its value and length, 0 when b ends first, -1 when it overflows.
+func uvarint(b []byte) (uint64, int) {
+	var x uint64
+	for i, c := range b {
+		shift := uint(7 * i)
+		if shift == 63 && c > 1 || shift > 63 {
+			return 0, -1
+		}
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return x, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// memErr is the error of uvarint's n <= 0 at start.
+func (lr *LogReader) memErr(start int64, n int) error {
+	if n < 0 {
+		return lr.entryErr(start, errOverflow)
+	}
+	return lr.entryErr(start, io.ErrUnexpectedEOF)
 }
 
 // take returns the next n bytes of the input: where they lie in the input

@@ -16,10 +16,11 @@ import (
 )
 
 // writeSparkeyVersion writes version of the test db as Sparkey pairs with
-// Snappy blocks, the keys and values of writeVersion.
-func writeSparkeyVersion(t testing.TB, root, version string, keys int) {
+// logs of compression comp (uncompressed logs are served in place, logs
+// in blocks streamed into tables), the keys and values of writeVersion.
+func writeSparkeyVersion(t testing.TB, root, version string, keys int, comp sparkey.Compression) {
 	t.Helper()
-	testutil.WriteSparkeyVersion(t, root, testDB, version, testParts, sparkey.WriterOptions{Compression: sparkey.Snappy},
+	testutil.WriteSparkeyVersion(t, root, testDB, version, testParts, sparkey.WriterOptions{Compression: comp},
 		testutil.Records(keys, version))
 }
 
@@ -45,7 +46,8 @@ func readEvery(t *testing.T, keys int, version string, nodes ...*node) int {
 }
 
 // TestSparkeyCluster: three nodes in cluster mode serve a Sparkey
-// version; a node that lost its store copies what its peers serve; a
+// version (uncompressed logs, served in place); a node that lost its
+// store copies what its peers serve (the pairs, checked); a
 // next version that mixes formats fails with both files named while the
 // Sparkey one keeps serving.
 func TestSparkeyCluster(t *testing.T) {
@@ -55,7 +57,7 @@ func TestSparkeyCluster(t *testing.T) {
 	waitFor(t, zkDeadline, "every node registered", func() bool {
 		return len(zkChildren(t, zks.Addr(), testPaths.Nodes())) == len(nodes)
 	})
-	writeSparkeyVersion(t, root, "v1", testKeys)
+	writeSparkeyVersion(t, root, "v1", testKeys, sparkey.None)
 	for _, n := range nodes {
 		n.refresh()
 	}
@@ -82,7 +84,7 @@ func TestSparkeyCluster(t *testing.T) {
 	// v2 mixes a SequenceFile into Sparkey pairs: it fails everywhere.
 	dir := filepath.Join(root, testDB)
 	tmp := t.TempDir()
-	writeSparkeyVersion(t, tmp, "v2", testKeys)
+	writeSparkeyVersion(t, tmp, "v2", testKeys, sparkey.Snappy)
 	testutil.WriteFile(t, filepath.Join(tmp, testDB, "v2", "part-00099"), seqfile.WriterOptions{}, testutil.Records(3, "v2"))
 	if err := os.Rename(filepath.Join(tmp, testDB, "v2"), filepath.Join(dir, "v2")); err != nil {
 		t.Fatal(err)
@@ -105,21 +107,22 @@ func TestSparkeyCluster(t *testing.T) {
 }
 
 // TestSparkeyOnS3: a standalone node on the S3 root loads a Sparkey
-// version after a SequenceFile one, and serves every key of it; a
+// version (uncompressed, served in place) after a SequenceFile one, and
+// serves every key of it; a
 // truncated log in the next version fails it with the file and offset
 // named while the Sparkey version keeps serving.
 func TestSparkeyOnS3(t *testing.T) {
 	_, _, dir := s3Setup(t)
 	n := startOnS3(t)
 	waitActive(t, 2*time.Minute, testDB, "v1", n)
-	writeSparkeyVersion(t, dir, "v2", s3Keys)
+	writeSparkeyVersion(t, dir, "v2", s3Keys, sparkey.None)
 	waitActive(t, 2*time.Minute, testDB, "v2", n)
 	if failed, first := readAll(n); failed > 0 {
 		t.Fatalf("%d reads of the Sparkey version failed; first: %s", failed, first)
 	}
 
 	tmp := t.TempDir()
-	writeSparkeyVersion(t, tmp, "v3", s3Keys)
+	writeSparkeyVersion(t, tmp, "v3", s3Keys, sparkey.Snappy)
 	log := filepath.Join(tmp, testDB, "v3", "part-00003.spl")
 	b, _ := os.ReadFile(log)
 	os.WriteFile(log, b[:len(b)/2], 0o644)
@@ -154,7 +157,7 @@ func TestSparkeyOnS3(t *testing.T) {
 	}
 
 	// A newer Sparkey version, then a _PIN back to v2 (in the bucket).
-	writeSparkeyVersion(t, dir, "v4", s3Keys)
+	writeSparkeyVersion(t, dir, "v4", s3Keys, sparkey.Snappy)
 	waitActive(t, 2*time.Minute, testDB, "v4", n)
 	if err := os.WriteFile(filepath.Join(dir, testDB, "_PIN"), []byte("v2\n"), 0o644); err != nil {
 		t.Fatal(err)

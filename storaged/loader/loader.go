@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"spangle/shared/partitioner"
 	"spangle/shared/source"
+	"spangle/storaged/internal/fsync"
 	"spangle/storaged/table"
 )
 
@@ -91,21 +93,33 @@ type Result struct {
 	// Duplicates counts the records left out because an earlier or later
 	// record held the same key (Layout.Duplicates first or last).
 	Duplicates int64
+	// InPlace counts units served in place (Sparkey pairs of uncompressed
+	// logs), copied and checked, not read into tables.
+	InPlace int
 
-	built []*table.PartitionBuilder
+	built  []*table.PartitionBuilder
+	placed []string // files of units served in place, to sync
+	noSync bool
 }
 
 // Sync returns once every partition the load built is on disk (see
 // table.PartitionBuilder.Sync); the partitions may be opened and served
 // before.
 func (r Result) Sync() error {
-	errs := make([]error, len(r.built))
+	errs := make([]error, len(r.built)+1)
 	var wg sync.WaitGroup
 	for i, b := range r.built {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = b.Sync()
+		}()
+	}
+	if len(r.placed) > 0 && !r.noSync {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[len(r.built)] = syncPaths(r.placed)
 		}()
 	}
 	wg.Wait()
@@ -139,6 +153,10 @@ type loadState struct {
 	claimed []atomic.Bool
 	keptMu  sync.Mutex
 	kept    []*keptRun
+
+	placedMu sync.Mutex
+	placed   []string
+	inPlace  atomic.Int64
 
 	records    atomic.Int64
 	runs       atomic.Int64
@@ -223,7 +241,8 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Records: st.records.Load(), Bytes: req.Progress.bytesRead.Load(),
-		FastFiles: int(st.fast.Load()), Runs: st.runs.Load(), Duplicates: st.duplicates.Load()}
+		FastFiles: int(st.fast.Load()), Runs: st.runs.Load(), Duplicates: st.duplicates.Load(),
+		InPlace: int(st.inPlace.Load()), placed: st.placed, noSync: opts.Build.NoSync}
 	for _, b := range st.builders {
 		if b == nil {
 			continue
@@ -299,8 +318,14 @@ func (st *loadState) readFileLimited(ctx context.Context, unit int) error {
 // it holds (fast.go), then the general path.
 func (st *loadState) readFile(ctx context.Context, unit int) error {
 	u := st.layout.Units[unit]
-	r, err := st.layout.Format.Open(ctx, u, st.in)
-	if err != nil {
+	var r Records
+	var err error
+	if pl, ok := st.layout.Format.(placer); ok && u.Partition >= 0 {
+		r, err = st.place(ctx, pl, unit)
+		if err != nil || r == nil {
+			return err
+		}
+	} else if r, err = st.layout.Format.Open(ctx, u, st.in); err != nil {
 		return err
 	}
 	defer r.Close()
@@ -492,4 +517,45 @@ func (st *loadState) buildRun(p int, fill func(out func(k, v []byte, ord uint64)
 		return localErr(err)
 	}
 	return nil
+}
+
+// place serves unit in place when its format can: it returns nil Records
+// when it did, else the unit's Records to read.
+func (st *loadState) place(ctx context.Context, pl placer, unit int) (Records, error) {
+	u := st.layout.Units[unit]
+	files, keys, r, err := pl.Place(ctx, u, st.in, st.req.Dir(u.Partition), fmt.Sprintf("sparkey-%05d", unit), st.n,
+		func(key []byte, off int64) error {
+			if p := partitioner.Partition(key, st.n); p != u.Partition {
+				return fmt.Errorf("%w: %s: the key at byte %d belongs to partition %d of %d, the file is of partition %d",
+					ErrWrongPartition, st.in.Path(u.Files[0]), off, p, st.n, u.Partition)
+			}
+			return nil
+		})
+	if err != nil || r != nil {
+		return r, err
+	}
+	st.placedMu.Lock()
+	st.placed = append(st.placed, files...)
+	st.placedMu.Unlock()
+	st.records.Add(keys)
+	st.inPlace.Add(1)
+	prog := st.req.Progress
+	prog.records.Add(keys)
+	prog.presharded.Add(1)
+	prog.filesDone.Add(1)
+	return nil, nil
+}
+
+// syncPaths syncs files and their directories to disk.
+func syncPaths(paths []string) error {
+	dirs := map[string]bool{}
+	var errs []error
+	for _, p := range paths {
+		errs = append(errs, fsync.Path(p))
+		dirs[filepath.Dir(p)] = true
+	}
+	for d := range dirs {
+		errs = append(errs, fsync.Path(d))
+	}
+	return errors.Join(errs...)
 }

@@ -1,9 +1,13 @@
 package loader
 
 import (
+	"errors"
 	"io"
+	"os"
 	"sync/atomic"
 	"time"
+
+	"spangle/shared/source"
 )
 
 // Progress counts what a load has done so far, for the status page, the
@@ -85,4 +89,16 @@ func (c countingReader) Read(b []byte) (int, error) {
 		c.n.Add(int64(n))
 	}
 	return n, err
+}
+
+// CopyTo copies through the source's file when it can (source.FileCopier),
+// counting what it copied.
+func (c countingReader) CopyTo(dst *os.File, n int64) (int64, error) {
+	fc, ok := c.ReadCloser.(source.FileCopier)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	got, err := fc.CopyTo(dst, n)
+	c.n.Add(got)
+	return got, err
 }

@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"spangle/shared/partitioner"
 	"spangle/shared/seqfile"
 	"spangle/shared/source"
 	"spangle/shared/sparkey"
+	"spangle/storaged/internal/testutil"
 )
 
 // cpuTime is the CPU time (user and system, every thread) the process has
@@ -37,7 +41,16 @@ func cpuTime(b *testing.B) time.Duration {
 //     SequenceFiles, the reference;
 //   - seq-read: only reading those files (the rest of seq-load is building
 //     the tables, which a Sparkey load that streams into tables does too);
-//   - spk-load: the Sparkey load;
+//   - spk-load: the Sparkey load (Snappy blocks, streamed into tables);
+//   - spk-plain-load: the same keys' Sparkey load from uncompressed logs,
+//     served in place (copied, checked, mapped);
+//   - spk-plain-stream: those uncompressed logs streamed into tables;
+//   - spk-copy: only copying the uncompressed logs into files (read from
+//     the source, written to the store; no parse), the least a load that
+//     serves them in place must do;
+//   - spk-cfr: only copying them in the kernel (copy_file_range, straight
+//     from the source's directory) and summing the copy mapped, the least
+//     a load placing them from the local source does;
 //   - spk-read: reading the Sparkey pairs, index and log, every key's
 //     hash and partition checked, no table written;
 //   - spk-blocks: only decompressing and parsing every block of the logs,
@@ -49,11 +62,12 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkSparkeyFloor1M(b *testing.B) {
 	seqSrc, seqFiles := benchSource(b, true)
 	spkSrc, spkFiles := benchSparkeySource(b)
+	plainSrc, plainFiles := testutil.OpenVersion(b, testutil.BenchSparkeyDatasetOf(b, benchRecords, benchFiles, sparkey.None), "bench", "1")
 	out := b.TempDir()
-	load := func(src source.Source, files []source.File) {
+	loadWith := func(src source.Source, files []source.File, formats []Format) {
 		dir := filepath.Join(out, "load")
 		res, err := Load(context.Background(), Request{Source: src, DB: "bench", Version: "1", Files: files,
-			Dir: func(p int) string { return filepath.Join(dir, fmt.Sprint(p)) }}, Options{})
+			Dir: func(p int) string { return filepath.Join(dir, fmt.Sprint(p)) }}, Options{Formats: formats})
 		if err != nil || res.Records != benchRecords {
 			b.Fatalf("load: %+v, %v", res, err)
 		}
@@ -61,6 +75,7 @@ func BenchmarkSparkeyFloor1M(b *testing.B) {
 		os.RemoveAll(dir)
 		b.StartTimer()
 	}
+	load := func(src source.Source, files []source.File) { loadWith(src, files, nil) }
 	steps := []struct {
 		name string
 		run  func()
@@ -68,6 +83,31 @@ func BenchmarkSparkeyFloor1M(b *testing.B) {
 		{"seq-load", func() { load(seqSrc, seqFiles) }},
 		{"seq-read", func() { benchEach(b, seqFiles, func(f source.File) int { return readSeq(b, seqSrc, f) }) }},
 		{"spk-load", func() { load(spkSrc, spkFiles) }},
+		{"spk-plain-load", func() { load(plainSrc, plainFiles) }},
+		{"spk-plain-stream", func() {
+			loadWith(plainSrc, plainFiles, []Format{SparkeyFormat{Stream: true}, SequenceFileFormat{}})
+		}},
+		{"spk-copy", func() {
+			dir := filepath.Join(out, "copy")
+			os.MkdirAll(dir, 0o755)
+			benchEach(b, sparkeyUnits(b, plainFiles), func(u Unit) int {
+				return copyFile(b, plainSrc, u.Files[0], filepath.Join(dir, u.Files[0].Name))
+			})
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
+		}},
+		{"spk-cfr", func() {
+			dir := filepath.Join(out, "cfr")
+			os.MkdirAll(dir, 0o755)
+			root := testutil.BenchSparkeyDatasetOf(b, benchRecords, benchFiles, sparkey.None)
+			benchEach(b, sparkeyUnits(b, plainFiles), func(u Unit) int {
+				return cfrFile(b, filepath.Join(root, "bench", "1", u.Files[0].Name), filepath.Join(dir, u.Files[0].Name))
+			})
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
+		}},
 		{"spk-read", func() {
 			l, err := Detect(spkFiles, nil)
 			if err != nil {
@@ -200,4 +240,80 @@ func readSparkey(b *testing.B, f Format, src source.Source, u Unit) int {
 // readSparkeyLog only decodes a log's entries: no index, no hash.
 func readSparkeyLog(b *testing.B, src source.Source, f source.File) int {
 	return countFile(b, src, f, func(rc io.Reader) (records, error) { return sparkey.NewLogReader(rc, f.Name, f.Size) })
+}
+
+// BenchmarkSparkeyInPlace1M loads the uncompressed Sparkey pairs of 1M
+// keys in place, alone: for profiles of that path.
+func BenchmarkSparkeyInPlace1M(b *testing.B) {
+	src, files := testutil.OpenVersion(b, testutil.BenchSparkeyDatasetOf(b, benchRecords, benchFiles, sparkey.None), "bench", "1")
+	out := b.TempDir()
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dir := filepath.Join(out, fmt.Sprint(i))
+		t0 := cpuTime(b)
+		res, err := Load(context.Background(), Request{Source: src, DB: "bench", Version: "1", Files: files,
+			Dir: func(p int) string { return filepath.Join(dir, fmt.Sprint(p)) }}, Options{})
+		cpu += cpuTime(b) - t0
+		if err != nil || res.Records != benchRecords || res.InPlace != benchFiles {
+			b.Fatalf("load: %+v, %v", res, err)
+		}
+		b.StopTimer()
+		os.RemoveAll(dir)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms")
+}
+
+// copyFile copies f to path and returns the records the bench's units
+// hold, for benchEach's count.
+func copyFile(b *testing.B, src source.Source, f source.File, path string) int {
+	rc, err := src.Open(context.Background(), "bench", "1", f.Name)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	defer rc.Close()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, rc); err != nil {
+		b.Error(err)
+	}
+	return benchRecords / benchFiles
+}
+
+// cfrFile copies from to to in the kernel, maps the copy and sums it
+// (CRC-32C), and drops from's pages from the cache as the source does.
+func cfrFile(b *testing.B, from, to string) int {
+	in, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	fi, _ := in.Stat()
+	out, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	left := fi.Size()
+	for left > 0 {
+		n, err := unix.CopyFileRange(int(in.Fd()), nil, int(out.Fd()), nil, int(min(left, 4<<20)), 0)
+		if err != nil || n == 0 {
+			b.Fatal(err, n)
+		}
+		left -= int64(n)
+	}
+	m, err := unix.Mmap(int(out.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = crc32.Checksum(m, crc32.MakeTable(crc32.Castagnoli))
+	unix.Munmap(m)
+	_ = unix.Fadvise(int(in.Fd()), 0, 0, unix.FADV_DONTNEED)
+	return benchRecords / benchFiles
 }

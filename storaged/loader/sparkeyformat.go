@@ -23,6 +23,9 @@ const (
 // NAME.spi.sz, the first run of digits in NAME is the partition, N is the
 // greatest partition plus one, and several pairs may share a partition.
 type SparkeyFormat struct {
+	// Stream, when set, streams every log into tables; else an
+	// uncompressed log is served in place (Place).
+	Stream bool
 	// buffers, when set, holds the sparkey.Buffers of closed units for the
 	// next ones, so that a load allocates the reading memory of the units
 	// read at once rather than of every unit. DefaultFormats sets a fresh
@@ -101,16 +104,22 @@ func (SparkeyFormat) Layout(files []source.File) (Layout, error) {
 // Open implements Format: the index is read whole first (see
 // sparkey.NewReader), then the log is streamed.
 func (f SparkeyFormat) Open(ctx context.Context, u Unit, in Input) (Records, error) {
+	lg, err := in.Open(ctx, u.Files[0])
+	if err != nil {
+		return nil, err
+	}
+	return f.open(ctx, u, in, lg)
+}
+
+// open is Open with the log lg opened already; it takes lg.
+func (f SparkeyFormat) open(ctx context.Context, u Unit, in Input, lg io.ReadCloser) (Records, error) {
 	logf, ixf := u.Files[0], u.Files[1]
 	ix, err := in.Open(ctx, ixf)
 	if err != nil {
+		lg.Close()
 		return nil, err
 	}
 	defer ix.Close()
-	lg, err := in.Open(ctx, logf)
-	if err != nil {
-		return nil, err
-	}
 	var bufs *sparkey.Buffers
 	if f.buffers != nil {
 		bufs, _ = f.buffers.Get().(*sparkey.Buffers)

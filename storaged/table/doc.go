@@ -24,4 +24,11 @@
 // across it. A block read from its file is checked against its checksum;
 // VerifyPartition (verify.go) checks every block of a partition, as a
 // scrub does; a bad block is an error wrapping ErrCorrupt.
+//
+// A partition's directory may also hold Sparkey pairs served in place
+// (sparkey.go): an uncompressed log and its index copied there by the
+// loader and checked once (PlaceSparkeyPair), with a sum file recording
+// their sizes and CRC-32C. OpenPartition maps them and Partition.Get
+// looks keys up in them after the tables; VerifyPartition checks their
+// checksums and structure again.
 package table

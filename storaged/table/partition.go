@@ -23,9 +23,13 @@ type CacheOptions struct {
 // the tables never change, so it needs no snapshot, version set or
 // iterator, keeps each table's index and bloom filter in memory, and
 // looks a key up without allocating. It is safe for concurrent use.
+//
+// A partition may also serve Sparkey pairs in place (sparkey.go), tried
+// after its tables.
 type Partition struct {
 	dir    string
 	tables []partTable // in the order a lookup tries them
+	pairs  []*mappedPair
 }
 
 type partTable struct {
@@ -34,7 +38,8 @@ type partTable struct {
 }
 
 // OpenPartition opens a partition database built by PartitionBuilder, or
-// any LevelDB database with the bytewise comparer whose journal is empty.
+// any LevelDB database with the bytewise comparer whose journal is empty,
+// and the Sparkey pairs placed beside it (PlaceSparkeyPair).
 func OpenPartition(dir string, o CacheOptions) (*Partition, error) {
 	refs, err := readDescriptor(dir)
 	if err != nil {
@@ -48,6 +53,10 @@ func OpenPartition(dir string, o CacheOptions) (*Partition, error) {
 			return nil, fmt.Errorf("table: opening partition %s: %w", dir, err)
 		}
 		p.tables = append(p.tables, partTable{sstable: t, smallest: ref.smallest, largest: ref.largest})
+	}
+	if p.pairs, err = openSparkeyPairs(dir); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("table: opening partition %s: %w", dir, err)
 	}
 	return p, nil
 }
@@ -71,6 +80,9 @@ func (p *Partition) Get(dst, key []byte) ([]byte, error) {
 			return v, nil
 		}
 	}
+	if p.pairs != nil {
+		return getSparkey(p.pairs, dst, key)
+	}
 	return dst, ErrNotFound
 }
 
@@ -82,6 +94,10 @@ func (p *Partition) Close() error {
 		errs = append(errs, t.close())
 	}
 	p.tables = nil
+	for _, m := range p.pairs {
+		errs = append(errs, m.close())
+	}
+	p.pairs = nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("table: closing partition %s: %w", p.dir, err)
 	}

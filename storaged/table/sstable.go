@@ -290,7 +290,7 @@ func (t *sstable) mapData() {
 	if t.blocks != nil || len(t.handles) == 0 {
 		return
 	}
-	mem, err := mapFile(t.f, t.size)
+	mem, err := mapTable(t.f, t.size)
 	if err != nil {
 		return
 	}
@@ -315,7 +315,7 @@ func (t *sstable) enter() bool {
 // leave ends a lookup begun by enter, or the table's own use (close).
 func (t *sstable) leave() {
 	if t.users.Add(-1) == 0 {
-		unmapFile(t.mapped)
+		unmapTable(t.mapped)
 	}
 }
 

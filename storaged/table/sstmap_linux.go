@@ -9,10 +9,10 @@ import (
 	"syscall"
 )
 
-// mapFile maps size bytes of f read-only, for lookups that read their
+// mapTable maps size bytes of f read-only, for lookups that read their
 // blocks where the page cache holds them. Lookups land at random, so the
 // kernel is told not to read ahead of a page it faults in.
-func mapFile(f *os.File, size uint64) ([]byte, error) {
+func mapTable(f *os.File, size uint64) ([]byte, error) {
 	if size == 0 || size > math.MaxInt {
 		return nil, fmt.Errorf("table of %d bytes not mapped", size)
 	}
@@ -25,4 +25,4 @@ func mapFile(f *os.File, size uint64) ([]byte, error) {
 	return mem, nil
 }
 
-func unmapFile(mem []byte) error { return syscall.Munmap(mem) }
+func unmapTable(mem []byte) error { return syscall.Munmap(mem) }

@@ -7,9 +7,9 @@ import (
 	"os"
 )
 
-// mapFile maps nothing here: lookups read their blocks with ReadAt.
-func mapFile(*os.File, uint64) ([]byte, error) {
+// mapTable maps nothing here: lookups read their blocks with ReadAt.
+func mapTable(*os.File, uint64) ([]byte, error) {
 	return nil, errors.New("table: no mmap on this system")
 }
 
-func unmapFile([]byte) error { return nil }
+func unmapTable([]byte) error { return nil }

@@ -19,7 +19,8 @@ const verifyChunk = 1 << 20
 // need) the Partition serving dir, nor the block cache. pace, if not nil,
 // is called with the bytes about to be read before each read, and its
 // error stops the walk: it bounds the rate. A bad block is an error
-// wrapping ErrCorrupt that names the table and the offset.
+// wrapping ErrCorrupt that names the table and the offset. Sparkey pairs
+// served in place are checked too (verifySparkey).
 func VerifyPartition(ctx context.Context, dir string, pace func(n int) error) error {
 	refs, err := readDescriptor(dir)
 	if err != nil {
@@ -46,6 +47,9 @@ func VerifyPartition(ctx context.Context, dir string, pace func(n int) error) er
 		if err != nil {
 			return fmt.Errorf("table: verifying %s: %w", dir, err)
 		}
+	}
+	if _, err := verifySparkey(ctx, dir, buf, pace); err != nil {
+		return fmt.Errorf("table: verifying %s: %w", dir, err)
 	}
 	return nil
 }

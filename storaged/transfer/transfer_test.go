@@ -5,13 +5,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"spangle/shared/dbver"
 	"strings"
 	"testing"
+
+	"spangle/shared/dbver"
+	"spangle/shared/partitioner"
+	"spangle/shared/sparkey"
+	"spangle/storaged/internal/testutil"
+	"spangle/storaged/loader"
+	"spangle/storaged/table"
 )
 
 func TestCopyPartition(t *testing.T) {
@@ -78,6 +85,52 @@ func TestFetchRefusesPaths(t *testing.T) {
 		srv.Close()
 		if err == nil || !strings.Contains(err.Error(), "refusing") {
 			t.Errorf("entry %q: Fetch = %v, want a refusal", name, err)
+		}
+	}
+}
+
+// TestCopySparkeyPartition copies a partition that serves a Sparkey pair
+// in place (a log, its index and its sum file beside an empty LevelDB
+// database): the copy verifies and serves every key, deleted ones not.
+func TestCopySparkeyPartition(t *testing.T) {
+	root := t.TempDir()
+	recs := testutil.Records(600, "v1")
+	testutil.WriteSparkeyVersion(t, root, "db", "v1", 2, sparkey.WriterOptions{}, recs)
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
+	dirOf := func(p int) string { return filepath.Join(root, "store", fmt.Sprint(p)) }
+	res, err := loader.Load(t.Context(), loader.Request{Source: src, DB: "db", Version: "v1", Files: files, Dir: dirOf},
+		loader.Options{Build: table.BuildOptions{NoSync: true}})
+	if err != nil || res.InPlace != 2 {
+		t.Fatalf("load: %+v, %v; want both pairs in place", res, err)
+	}
+	srv := httptest.NewServer(Handler(func(p dbver.Partition) (string, bool) { return dirOf(p.P), p.P < 2 }))
+	defer srv.Close()
+	peer := strings.TrimPrefix(srv.URL, "http://")
+	for p := 0; p < 2; p++ {
+		dst := filepath.Join(t.TempDir(), "copy")
+		if err := Fetch(t.Context(), srv.Client(), "http", peer, dbver.Of("db", "v1").Partition(p), dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := table.VerifyPartition(t.Context(), dst, nil); err != nil {
+			t.Fatal(err)
+		}
+		part, err := table.OpenPartition(dst, table.CacheOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range recs {
+			if partitioner.Partition(r.Key, 2) != p {
+				continue
+			}
+			n++
+			if v, err := part.Get(nil, r.Key); err != nil || !bytes.Equal(v, r.Value) {
+				t.Fatalf("partition %d: %q = %q, %v", p, r.Key, v, err)
+			}
+		}
+		part.Close()
+		if n == 0 {
+			t.Fatalf("partition %d holds no key", p)
 		}
 	}
 }

@@ -53,9 +53,19 @@ func BenchDataset(b testing.TB, n, files int, sharded bool) string {
 // version of files partitions with Snappy blocks of 4 KiB (what
 // libsparkey users write), generated once and kept in the temp dir.
 func BenchSparkeyDataset(b testing.TB, n, files int) string {
+	return BenchSparkeyDatasetOf(b, n, files, sparkey.Snappy)
+}
+
+// BenchSparkeyDatasetOf is BenchSparkeyDataset with logs of compression
+// comp.
+func BenchSparkeyDatasetOf(b testing.TB, n, files int, comp sparkey.Compression) string {
 	b.Helper()
-	o := versiontest.Options{Format: versiontest.Sparkey, Files: files, Sparkey: sparkey.WriterOptions{Compression: sparkey.Snappy}}
-	return benchDataset(b, fmt.Sprintf("spangle-bench-sparkey-%d-%d", n, files), o, func(f int) []int {
+	o := versiontest.Options{Format: versiontest.Sparkey, Files: files, Sparkey: sparkey.WriterOptions{Compression: comp}}
+	name := fmt.Sprintf("spangle-bench-sparkey-%d-%d", n, files)
+	if comp != sparkey.Snappy {
+		name += "-" + comp.String()
+	}
+	return benchDataset(b, name, o, func(f int) []int {
 		var ids []int
 		for i := 0; i < n; i++ {
 			if partitioner.Partition(BenchKey(i), files) == f {

@@ -1,0 +1,8 @@
+//go:build unix && !linux
+
+package table
+
+func populateFlag(bool) int { return 0 }
+
+// dropMapped does nothing here: the pages stay mapped until unmapped.
+func dropMapped([]byte) {}
