@@ -83,9 +83,13 @@ func TestHTTPPackagesStayHTTP(t *testing.T) {
 // packages of spangle they may depend on (themselves included): the
 // LevelDB format (storaged/table) knows nothing of the local store, the
 // versions or the daemon that use it, so the store imports the format and
-// never the reverse.
+// never the reverse. Besides its block cache it may use the shared formats
+// a partition is made of or checked by: a Sparkey pair it serves in place,
+// the partitioner that pair's keys are checked against, and the bad-file
+// error both name.
 var below = map[string][]string{
-	"storaged/table": {"storaged/table", "storaged/blockcache", "storaged/internal/fsync"},
+	"storaged/table": {"storaged/table", "storaged/blockcache", "storaged/internal/fsync",
+		"shared/sparkey", "shared/partitioner", "shared/badfile"},
 }
 
 func TestLowerPackages(t *testing.T) {
