@@ -171,6 +171,17 @@ func (p *getConns) put(addr string, c *upConn, now time.Time) {
 	c.c.Close()
 }
 
+// dropIdle closes addr's idle connections.
+func (p *getConns) dropIdle(addr string) {
+	p.mu.Lock()
+	s := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, c := range s {
+		c.c.Close()
+	}
+}
+
 // closeIdle closes every idle connection.
 func (p *getConns) closeIdle() {
 	p.mu.Lock()
@@ -187,7 +198,8 @@ func (p *getConns) closeIdle() {
 // get sends GET <path> to addr pinned to version and reads the answer.
 // A kept-alive connection the node closed meanwhile fails before any
 // answer byte; the request is then sent once more on a new connection,
-// as net/http does for a GET.
+// as net/http does for a GET, after the node's other idle connections
+// are closed (a node that restarted closed them all).
 func (p *getConns) get(ctx context.Context, addr, path, version string, maxValue int64) (*Response, error) {
 	if !validHeaderValue(version) {
 		return nil, errHeaderValue
@@ -212,6 +224,10 @@ func (p *getConns) get(ctx context.Context, addr, path, version string, maxValue
 				c.c.Close()
 			}
 			if reused && !started && attempt == 0 && ctx.Err() == nil {
+				// The node closed a kept-alive connection: it most
+				// likely restarted and closed every other one too, so
+				// none of them is tried before a new connection.
+				p.dropIdle(addr)
 				continue
 			}
 			if cerr := ctx.Err(); cerr != nil {

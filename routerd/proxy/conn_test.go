@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,6 +138,82 @@ func TestGetRetriesConnectionClosedByNode(t *testing.T) {
 	}
 	if n := accepted.Load(); n != 3 {
 		t.Fatalf("%d connections, want 3", n)
+	}
+}
+
+// A node that restarts closes every kept-alive connection routerd holds to
+// it; the next GET must not fail on a second dead one (e2e's full restart
+// answered 502 "no replica reachable" when each replica's retry took
+// another dead idle connection).
+func TestGetAfterNodeClosedEveryConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	var open []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+			go func() {
+				br := bufio.NewReader(c)
+				for {
+					for {
+						line, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if line == "\r\n" {
+							break
+						}
+					}
+					time.Sleep(20 * time.Millisecond) // so the GETs below overlap
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Sequins-Version: v\r\n\r\nok"))
+				}
+			}()
+		}
+	}()
+	u := NewHTTPUpstream(HTTPOptions{})
+	defer u.CloseIdleConnections()
+	get := func() error {
+		resp, err := u.Get(context.Background(), l.Addr().String(), &Request{DB: "db", Version: "v", Key: []byte("k")})
+		if err == nil && string(resp.Body) != "ok" {
+			err = fmt.Errorf("body %q", resp.Body)
+		}
+		return err
+	}
+	// Four GETs at once leave four idle connections.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- get() }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	if len(open) < 2 {
+		t.Fatalf("%d connections after overlapping GETs, want several idle", len(open))
+	}
+	for _, c := range open { // the node restarts
+		c.Close()
+	}
+	mu.Unlock()
+	time.Sleep(20 * time.Millisecond) // let the closes arrive
+	if err := get(); err != nil {
+		t.Fatalf("GET after the node closed every connection: %v", err)
 	}
 }
 
