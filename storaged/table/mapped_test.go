@@ -3,7 +3,6 @@ package table
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"testing"
 
@@ -49,14 +48,7 @@ func TestMappedMatchesCached(t *testing.T) {
 func TestMappedCorruptBlockEveryLookup(t *testing.T) {
 	dir := buildPartition(t, 2000, BuildOptions{BlockSize: 512})
 	path := onlyTable(t, dir)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[100] ^= 0x10 // inside the first data block
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flip(t, path, 100) // inside the first data block
 	p, err := OpenPartition(dir, CacheOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,24 +59,5 @@ func BenchmarkGetSparkey(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	lookups := make([][]byte, 1<<16)
-	for i := range lookups {
-		lookups[i] = fmt.Appendf(nil, "key-%010d", rng.IntN(keys))
-	}
-	for i := 0; i < 2*keys; i++ { // fault the pages in
-		p.Get(nil, lookups[i%len(lookups)])
-	}
-	b.ReportAllocs()
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	i := 0
-	dst := make([]byte, 0, 256)
-	for b.Loop() {
-		if _, err := p.Get(dst[:0], lookups[i&(len(lookups)-1)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	benchGets(b, p, keys)
 }
