@@ -247,7 +247,8 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := ctl.Run(mctx, mgr); err != nil {
+			host := clusterHost{Manager: mgr, gain: &holder{mgr: mgr, client: peers, log: log.Named("cluster")}}
+			if err := ctl.Run(mctx, host); err != nil {
 				fatal <- err
 			}
 		}()

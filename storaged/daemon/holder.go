@@ -26,6 +26,19 @@ type holder struct {
 	log    *zap.Logger
 }
 
+// clusterHost is the version manager as the cluster controller drives it
+// (membership.Gainer): it activates versions, follows pins, and takes on
+// a partition of a version it loads when the node list changed after the
+// version was decided, as the Follower takes one the leader assigns.
+type clusterHost struct {
+	*versions.Manager
+	gain *holder
+}
+
+func (h clusterHost) Gain(ctx context.Context, p dbver.Partition, peers []string) error {
+	return h.gain.Fetch(ctx, p, peers)
+}
+
 // peerClient is how a node asks its peers: an HTTP client and the scheme
 // it speaks (https with the cluster's TLS).
 type peerClient struct {

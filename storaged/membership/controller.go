@@ -79,7 +79,9 @@ type Options struct {
 // tracked is what the controller knows of one version the manager builds.
 type tracked struct {
 	n         int
-	held      []int // nil until decided
+	held      []int  // nil until decided
+	sig       string // the node list held was decided under (nodeSignature)
+	gaining   bool   // a gain (redecide.go) is taking partitions for it
 	activated bool
 }
 
@@ -257,12 +259,16 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 			lastChange = now
 		}
 		_, self := m.Nodes[c.opts.Node.Addr]
-		c.setConverged(up && self && now.Sub(lastChange) >= c.opts.TimeToConverge)
+		converged := up && self && now.Sub(lastChange) >= c.opts.TimeToConverge
+		c.setConverged(converged)
 		if up {
 			if r, ok := act.(Refresher); ok && c.pinsChanged(m) {
 				r.Refresh() // the manager follows the new pin at once
 			}
 			c.activate(m, act)
+		}
+		if g, ok := act.(Gainer); ok && converged {
+			c.redecide(ctx, m, lastSig, g)
 		}
 	}
 }

@@ -46,11 +46,12 @@ func (a *activations) active(db, version string) bool {
 
 // member is one controller on the in-memory service.
 type member struct {
-	c    *Controller
-	conn *memtopo.Conn
-	act  *activations
-	addr string
-	stop func()
+	c     *Controller
+	conn  *memtopo.Conn
+	act   *activations
+	gains *gainer // nil unless testOpts.gain
+	addr  string
+	stop  func()
 }
 
 type testOpts struct {
@@ -58,6 +59,7 @@ type testOpts struct {
 	minRepl        int
 	maxRepl        int
 	timeToConverge time.Duration
+	gain           bool // Run gets a Gainer (gainer), as storaged's is
 }
 
 func join(t *testing.T, srv *memtopo.Server, addr string, o testOpts) *member {
@@ -80,7 +82,12 @@ func join(t *testing.T, srv *memtopo.Server, addr string, o testOpts) *member {
 	m := &member{c: c, conn: conn, act: &activations{}, addr: addr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, m.act) }()
+	var act Activator = m.act
+	if o.gain {
+		m.gains = &gainer{m: m}
+		act = m.gains
+	}
+	go func() { done <- c.Run(ctx, act) }()
 	var once sync.Once
 	m.stop = func() {
 		once.Do(func() {

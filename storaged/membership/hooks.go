@@ -31,7 +31,7 @@ func (c *Controller) held(ctx context.Context, db, version string, n int) ([]int
 		c.tracked[k] = t
 	}
 	c.mu.Unlock()
-	held, err := c.decide(ctx, db, version, n)
+	held, sig, err := c.decide(ctx, db, version, n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
@@ -40,15 +40,17 @@ func (c *Controller) held(ctx context.Context, db, version string, n int) ([]int
 		}
 		return nil, err
 	}
-	t.held = held
+	t.held, t.sig = held, sig
 	return held, nil
 }
 
-func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]int, error) {
+// decide returns the partitions this node holds and the node list
+// (nodeSignature) it decided them under.
+func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]int, string, error) {
 	waited := false
 	for {
 		if err := c.waitConverged(ctx); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		info, err := c.opts.Conn.PublishVersion(ctx, db, version, topo.VersionInfo{NumPartitions: n, Created: c.opts.Now().UTC()})
 		if errors.Is(err, topo.ErrUnavailable) {
@@ -57,20 +59,21 @@ func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]i
 				waited = true
 			}
 			if err := wait.Sleep(ctx, retryUnavailable); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cluster: publishing %s/%s: %w", db, version, err)
+			return nil, "", fmt.Errorf("cluster: publishing %s/%s: %w", db, version, err)
 		}
 		if info.NumPartitions != n {
-			return nil, fmt.Errorf("%w: %s/%s has %d files here, %d in the cluster", ErrPartitionCount, db, version, n, info.NumPartitions)
+			return nil, "", fmt.Errorf("%w: %s/%s has %d files here, %d in the cluster", ErrPartitionCount, db, version, n, info.NumPartitions)
 		}
-		held := c.holdings(ctx, c.opts.Conn.Map(), db, version, n)
+		m := c.opts.Conn.Map()
+		held := c.holdings(ctx, m, db, version, n)
 		c.log.Info("partitions decided", zap.String("db", db), zap.String("version", version),
 			zap.Int("partitions", n), zap.Ints("held", held))
-		return held, nil
+		return held, nodeSignature(m), nil
 	}
 }
 
