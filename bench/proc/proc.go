@@ -99,6 +99,8 @@ type Memory struct {
 	// memory, as against file pages it has mapped (which are the page
 	// cache's and which the kernel reclaims under pressure).
 	Anon int64
+	// File is RssFile: the file pages the process has mapped.
+	File int64
 }
 
 // MB is bytes in mebibytes.
@@ -126,6 +128,8 @@ func (p *Process) Memory() (Memory, error) {
 			dst = &m.Current
 		case "RssAnon":
 			dst = &m.Anon
+		case "RssFile":
+			dst = &m.File
 		default:
 			continue
 		}

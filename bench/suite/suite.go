@@ -50,6 +50,10 @@ type Options struct {
 	// Storaged and Routerd are the binaries under test; default
 	// bin/storaged and bin/routerd.
 	Storaged, Routerd string
+	// Sequins, when set, is a sequins binary (scripts/build-sequins.sh
+	// builds one) that the section "sequins" runs beside storaged on the
+	// same files; default none: the section says it was skipped.
+	Sequins string
 	// StoragedArgs are added to every storaged command line (say,
 	// --config with LevelDB tuning to compare).
 	StoragedArgs []string
@@ -61,7 +65,7 @@ type Options struct {
 	// Keep leaves the temporary dir (dataset, stores, logs) behind.
 	Keep bool
 	// Sections, when not empty, runs only the sections named: "load",
-	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "parquet", "parquet-big", "tls".
+	// "storaged", "routerd", "batch", "big", "s3", "sparkey", "parquet", "parquet-big", "tls", "sequins".
 	// Default all.
 	Sections []string
 	// Logger reports progress; default a no-op logger.
@@ -115,6 +119,16 @@ func (o *Options) defaults() error {
 			return fmt.Errorf("suite: %w (run make build first)", err)
 		}
 		*p = abs
+	}
+	if o.Sequins != "" {
+		abs, err := filepath.Abs(o.Sequins)
+		if err != nil {
+			return fmt.Errorf("suite: %w", err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("suite: the sequins binary: %w", err)
+		}
+		o.Sequins = abs
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -196,6 +210,9 @@ func Run(ctx context.Context, o Options) (*report.Report, error) {
 	}
 	if b.runs("s3") {
 		b.s3Section(ctx, primary)
+	}
+	if b.runs("sequins") {
+		b.sequinsSection(ctx, primary)
 	}
 	if b.runs("storaged") || b.runs("routerd") {
 		b.serveSection(ctx, primary)

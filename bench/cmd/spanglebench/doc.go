@@ -7,4 +7,8 @@
 //
 //	spanglebench serve-trivial --bind ADDR [--body-size N]
 //	spanglebench serve-proxy --bind ADDR --target http://host:port
+//
+// With -sequins PATH (or $SPANGLE_BENCH_SEQUINS) it also runs that sequins
+// binary beside storaged on the same files (scripts/build-sequins.sh
+// builds one; bench/README.md, "sequins side by side").
 package main

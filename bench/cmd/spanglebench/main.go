@@ -52,7 +52,8 @@ func bench(ctx context.Context, args []string) error {
 	tmp := fs.String("tmp", "", "parent of the run's temporary dir (default the system's)")
 	keep := fs.Bool("keep", false, "keep the temporary dir (dataset, stores, process logs)")
 	stConfig := fs.String("storaged-config", "", "pass --config FILE to every storaged (to compare tunings)")
-	sections := fs.String("sections", "", "comma-separated sections to run: load,storaged,routerd,batch,big,s3,sparkey,parquet,parquet-big,tls (default all)")
+	sequins := fs.String("sequins", os.Getenv("SPANGLE_BENCH_SEQUINS"), "section sequins: a sequins binary to run beside storaged (scripts/build-sequins.sh builds one; default $SPANGLE_BENCH_SEQUINS; none skips the section)")
+	sections := fs.String("sections", "", "comma-separated sections to run: load,storaged,routerd,batch,big,s3,sparkey,parquet,parquet-big,tls,sequins (default all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func bench(ctx context.Context, args []string) error {
 	rep, err := suite.Run(ctx, suite.Options{
 		Quick: *quick, Keys: *keys, BigKeys: *big, ParquetBigMB: *parquetBig, Uncompressed: *uncompressed, Codec: *codec,
 		Conns: *conns, Rounds: *rounds, Round: *round,
-		Storaged: *bin + "/storaged", Routerd: *bin + "/routerd",
+		Storaged: *bin + "/storaged", Routerd: *bin + "/routerd", Sequins: *sequins,
 		TempDir: *tmp, Keep: *keep, Logger: log,
 		Sections:     cliflags.SplitList(*sections),
 		StoragedArgs: configArgs(*stConfig),
