@@ -191,13 +191,28 @@ func (r *Report) WriteJSON(path string) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	return WriteFile(path, append(b, '\n'))
+}
+
+// WriteFile writes b to path through a temporary file renamed over it, so
+// a failed run leaves the previous file whole. A path that exists and is
+// not a regular file (/dev/null, a FIFO) is written in place: a rename
+// would replace the device itself (as root, `-out /dev/null` turned
+// /dev/null into a file only root could write).
+func WriteFile(path string, b []byte) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		return nil
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

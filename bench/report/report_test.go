@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -111,5 +112,43 @@ func TestWithRatioJudgesAgain(t *testing.T) {
 	r = r.WithRatio(0.85)
 	if r.Ratio != 0.85 || r.Meets != "yes" {
 		t.Fatalf("WithRatio(0.85): ratio %v meets %q", r.Ratio, r.Meets)
+	}
+}
+
+// A path that is not a regular file (a FIFO here, /dev/null in use) is
+// written in place, never replaced by the temporary file's rename.
+func TestWriteFileKeepsSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "out")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		got <- b
+	}()
+	if err := WriteFile(fifo, []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != "{}\n" {
+		t.Errorf("the FIFO's reader got %q", b)
+	}
+	fi, err := os.Lstat(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("%s is %v after WriteFile, no longer a FIFO", fifo, fi.Mode())
+	}
+	// A regular file is still replaced whole.
+	file := filepath.Join(dir, "results.json")
+	for _, s := range []string{"old, longer\n", "new\n"} {
+		if err := WriteFile(file, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "new\n" {
+		t.Errorf("results.json = %q, %v", b, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"spangle/bench/proc"
+	"spangle/bench/report"
 	"spangle/bench/suite"
 )
 
@@ -213,15 +214,7 @@ func (res *Results) WriteJSON(path string) error {
 	if err != nil {
 		return fmt.Errorf("scale: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("scale: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("scale: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := report.WriteFile(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("scale: %w", err)
 	}
 	return nil
