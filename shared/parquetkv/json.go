@@ -196,6 +196,30 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 	return append(dst, d[:end]...), true
 }
 
+// jsonPlain[c] says byte c stands for itself inside a JSON string as
+// wire.AppendJSONString writes one: ASCII from the space on, but the
+// quote and the backslash.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendJSONString appends s as wire.AppendJSONString does. A string of
+// plain bytes only, what nearly every string column holds, is copied as
+// it is, with no decoding of runes.
+func appendJSONString(dst, s []byte) []byte {
+	for _, c := range s {
+		if !jsonPlain[c] {
+			return wire.AppendJSONString(dst, unsafeString(s))
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
 func appendTime(dst []byte, t time.Time, layout string) []byte {
 	dst = append(dst, '"')
 	dst = t.UTC().AppendFormat(dst, layout)
@@ -290,10 +314,12 @@ func put4(b []byte, v int) {
 }
 
 // civil returns the proleptic Gregorian date of a day number counted
-// from 1970-01-01 (days >= -719162, year 1 on).
+// from 1970-01-01, for the years 1 to 9999 (days in [-719162, 2932897)).
+// Every quantity fits 32 unsigned bits there, whose divisions by
+// constants are the cheapest.
 func civil(days int64) (year, month, day int) {
-	z := days + 719468 // from 0000-03-01
-	era := z / 146097  // z >= 0 in the range served
+	z := uint32(days + 719468) // from 0000-03-01
+	era := z / 146097
 	doe := z - era*146097
 	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
 	doy := doe - (365*yoe + yoe/4 - yoe/100)
