@@ -6,11 +6,18 @@ import (
 )
 
 // poolAlloc is a Reader's arrow-go allocator: buffers freed by a released
-// batch are kept, by power-of-two size, for the next batch, which asks
-// for the same sizes. With Go's allocator every batch's buffers were
-// fresh heap memory that the collector then had to find and free, a fifth
-// of a load's CPU. At most poolKeep bytes are kept; a buffer is zeroed
-// when handed out again, as fresh memory would be.
+// batch or a closed column chunk are kept, by power-of-two size, for the
+// next, which asks for the same sizes. With Go's allocator every batch's
+// buffers were fresh heap memory that the collector then had to find and
+// free, a fifth of a load's CPU. At most poolKeep bytes are kept by a
+// Reader; a buffer is zeroed when handed out again, as fresh memory would
+// be.
+//
+// What a Reader keeps goes to spare when it closes, and a Reader takes
+// from spare what its own lists lack: a version's files are read one
+// after another by a few goroutines, and a file of one row group frees
+// its page buffers only as it ends, so without spare every file of a
+// load allocated (and zeroed) its page buffers afresh.
 type poolAlloc struct {
 	mu   sync.Mutex
 	free [poolClasses][][]byte
@@ -22,6 +29,12 @@ const (
 	poolClasses  = 31 - poolMinShift
 	poolKeep     = 32 << 20
 )
+
+// spare holds the buffers of closed Readers, by size class, for the
+// Readers opened next. A sync.Pool holds what it is given until the
+// second collection that finds it unused, so an idle process keeps
+// none of it, and never more than its Readers had in use at once.
+var spare [poolClasses]sync.Pool
 
 // class returns the size class of a buffer of n bytes: 64 << class.
 func class(n int) int {
@@ -48,6 +61,11 @@ func (a *poolAlloc) Allocate(size int) []byte {
 		return b
 	}
 	a.mu.Unlock()
+	if p, ok := spare[c].Get().(*[]byte); ok {
+		b := (*p)[:size]
+		clear(b)
+		return b
+	}
 	// A power-of-two size class of Go's allocator is aligned to its size,
 	// so the buffer is 64-byte aligned as arrow-go's own allocator makes
 	// it.
@@ -84,6 +102,23 @@ func (a *poolAlloc) Free(b []byte) {
 	if a.kept+n <= poolKeep {
 		a.free[c] = append(a.free[c], b[:0])
 		a.kept += n
+		a.mu.Unlock()
+		return
 	}
 	a.mu.Unlock()
+	b = b[:0]
+	spare[c].Put(&b)
+}
+
+// release gives what a is keeping to spare; a may still be used.
+func (a *poolAlloc) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for c := range a.free {
+		for _, b := range a.free[c] {
+			spare[c].Put(&b)
+		}
+		a.free[c] = a.free[c][:0]
+	}
+	a.kept = 0
 }

@@ -127,13 +127,22 @@ func (r *Reader) appendJSON(dst []byte, i int) ([]byte, error) {
 	for k := range r.plan.fields {
 		f := &r.plan.fields[k]
 		dst = append(dst, f.quoted...)
-		if f.direct != nil {
+		switch d := f.direct; {
+		case d == nil:
+			dst = appendValue(dst, r.cols.fields[k], i)
+		case !d.list:
+			// appendJSON's first case, without the call: most of a
+			// row's fields.
+			if d.cur < 0 {
+				dst = append(dst, "null"...)
+			} else {
+				dst = d.appendItem(dst, d.cur)
+			}
+		default:
 			var err error
-			if dst, err = f.direct.appendJSON(dst, r.opts.maxJSON); err != nil {
+			if dst, err = d.appendJSON(dst, r.opts.maxJSON); err != nil {
 				return dst, err
 			}
-		} else {
-			dst = appendValue(dst, r.cols.fields[k], i)
 		}
 		if len(dst) > r.opts.maxJSON {
 			return dst, fmt.Errorf("the row's JSON value passes %d bytes", r.opts.maxJSON)

@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
-
-	"spangle/shared/wire"
 )
 
 // A direct column is a leaf read with arrow-go's typed column chunk
@@ -430,7 +428,7 @@ func (c *directColumn) appendItem(dst []byte, k int) []byte {
 	case dkFloat64:
 		return appendFloat(dst, c.f64[k], 64)
 	case dkString:
-		return wire.AppendJSONString(dst, unsafeString(c.ba[k]))
+		return appendJSONString(dst, c.ba[k])
 	case dkBinary:
 		return appendBase64(dst, c.ba[k])
 	case dkDate32:

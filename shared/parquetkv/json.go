@@ -196,6 +196,30 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 	return append(dst, d[:end]...), true
 }
 
+// jsonPlain[c] says byte c stands for itself inside a JSON string as
+// wire.AppendJSONString writes one: ASCII from the space on, but the
+// quote and the backslash.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendJSONString appends s as wire.AppendJSONString does. A string of
+// plain bytes only, what nearly every string column holds, is copied as
+// it is, with no decoding of runes.
+func appendJSONString(dst, s []byte) []byte {
+	for _, c := range s {
+		if !jsonPlain[c] {
+			return wire.AppendJSONString(dst, unsafeString(s))
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
 func appendTime(dst []byte, t time.Time, layout string) []byte {
 	dst = append(dst, '"')
 	dst = t.UTC().AppendFormat(dst, layout)
@@ -210,26 +234,34 @@ func appendBase64(dst, b []byte) []byte {
 
 // appendTimestamp appends v of unit as appendTime prints it in RFC 3339
 // with nanoseconds, without going through time.Time for the years 1 to
-// 9999 (a feature table's timestamps are a column of them).
+// 9999 (a feature table's timestamps are a column of them). Each unit
+// divides by its own constant, which the compiler turns into a multiply.
 func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
-	var perSec int64
+	var (
+		secs, frac int64
+		width      int // digits of frac
+	)
 	switch unit {
 	case arrow.Second:
-		perSec = 1
+		secs = v
 	case arrow.Millisecond:
-		perSec = 1e3
+		secs, frac, width = v/1e3, v%1e3, 3
+		if frac < 0 {
+			secs, frac = secs-1, frac+1e3
+		}
 	case arrow.Microsecond:
-		perSec = 1e6
+		secs, frac, width = v/1e6, v%1e6, 6
+		if frac < 0 {
+			secs, frac = secs-1, frac+1e6
+		}
 	case arrow.Nanosecond:
-		perSec = 1e9
+		secs, frac, width = v/1e9, v%1e9, 9
+		if frac < 0 {
+			secs, frac = secs-1, frac+1e9
+		}
 	default:
 		return appendTime(dst, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
 	}
-	secs, sub := v/perSec, v%perSec
-	if sub < 0 {
-		secs, sub = secs-1, sub+perSec
-	}
-	nanos := sub * (1e9 / perSec)
 	days, sod := secs/86400, secs%86400
 	if sod < 0 {
 		days, sod = days-1, sod+86400
@@ -239,39 +271,55 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 		return appendTime(dst, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
 	}
 	y, m, d := civil(days)
-	dst = append(dst, '"')
-	dst = append4(dst, y)
-	dst = append(dst, '-')
-	dst = append2(dst, m)
-	dst = append(dst, '-')
-	dst = append2(dst, d)
-	dst = append(dst, 'T')
-	dst = append2(dst, int(sod/3600))
-	dst = append(dst, ':')
-	dst = append2(dst, int(sod/60%60))
-	dst = append(dst, ':')
-	dst = append2(dst, int(sod%60))
-	if nanos != 0 {
-		var f [9]byte
-		for i := 8; i >= 0; i-- {
-			f[i] = byte('0' + nanos%10)
-			nanos /= 10
+	// "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" in quotes: 32 bytes at most.
+	var b [32]byte
+	b[0] = '"'
+	put4(b[1:5], y)
+	b[5] = '-'
+	put2(b[6:8], m)
+	b[8] = '-'
+	put2(b[9:11], d)
+	b[11] = 'T'
+	hms := int(sod)
+	put2(b[12:14], hms/3600)
+	b[14] = ':'
+	put2(b[15:17], hms/60%60)
+	b[17] = ':'
+	put2(b[18:20], hms%60)
+	n := 20
+	if frac != 0 {
+		for frac%10 == 0 {
+			frac /= 10
+			width--
 		}
-		end := 9
-		for f[end-1] == '0' {
-			end--
+		b[n] = '.'
+		for i := width; i > 0; i-- {
+			b[n+i] = byte('0' + frac%10)
+			frac /= 10
 		}
-		dst = append(dst, '.')
-		dst = append(dst, f[:end]...)
+		n += 1 + width
 	}
-	return append(dst, 'Z', '"')
+	b[n], b[n+1] = 'Z', '"'
+	return append(dst, b[:n+2]...)
+}
+
+func put2(b []byte, v int) {
+	_ = b[1]
+	b[0], b[1] = byte('0'+v/10), byte('0'+v%10)
+}
+
+func put4(b []byte, v int) {
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10)
 }
 
 // civil returns the proleptic Gregorian date of a day number counted
-// from 1970-01-01 (days >= -719162, year 1 on).
+// from 1970-01-01, for the years 1 to 9999 (days in [-719162, 2932897)).
+// Every quantity fits 32 unsigned bits there, whose divisions by
+// constants are the cheapest.
 func civil(days int64) (year, month, day int) {
-	z := days + 719468 // from 0000-03-01
-	era := z / 146097  // z >= 0 in the range served
+	z := uint32(days + 719468) // from 0000-03-01
+	era := z / 146097
 	doe := z - era*146097
 	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
 	doy := doe - (365*yoe + yoe/4 - yoe/100)
@@ -286,10 +334,4 @@ func civil(days int64) (year, month, day int) {
 		year++
 	}
 	return year, month, day
-}
-
-func append2(dst []byte, v int) []byte { return append(dst, byte('0'+v/10), byte('0'+v%10)) }
-
-func append4(dst []byte, v int) []byte {
-	return append(dst, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
 }

@@ -25,7 +25,7 @@ type Options struct {
 	// BatchRows is how many rows are decoded at once; default 1024.
 	BatchRows int
 	// Alloc allocates arrow-go's buffers; default a pool of the
-	// buffers of released batches (poolAlloc).
+	// buffers of released batches and of closed Readers (poolAlloc).
 	Alloc memory.Allocator
 
 	// maxPage lowers maxPageSize, what a page may claim: fuzzing reads
@@ -273,6 +273,9 @@ func (r *Reader) Close() error {
 	if r.rr != nil {
 		r.rr.Release()
 		r.rr = nil
+	}
+	if a, ok := r.opts.Alloc.(*poolAlloc); ok {
+		a.release()
 	}
 	return nil
 }
