@@ -37,3 +37,34 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("unknown CA: %d requests, first error %q, %v", res.Requests, res.FirstError, err)
 	}
 }
+
+// TestHandshakesBeforeTheClock: connections are made, handshakes
+// included, before the schedule starts, so that a slow handshake makes
+// no open-loop request late: the run measures kept-alive connections.
+func TestHandshakesBeforeTheClock(t *testing.T) {
+	const handshake = 300 * time.Millisecond
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("0123456789"))
+	}))
+	srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		time.Sleep(handshake)
+		return nil, nil
+	}}
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	began := time.Now()
+	res, err := Run(context.Background(), Options{Addr: addr, Path: fixed("/db/k"), Conns: 4, Duration: 600 * time.Millisecond,
+		Rate: 200, TLS: &tls.Config{RootCAs: pool}})
+	if err != nil || res.Requests == 0 || res.Errors != 0 {
+		t.Fatalf("%d requests, %d errors (%s), %v", res.Requests, res.Errors, res.FirstError, err)
+	}
+	if took := time.Since(began); took < handshake {
+		t.Fatalf("the run took %v, less than one handshake: the server did not delay it", took)
+	}
+	if worst := res.Latencies[len(res.Latencies)-1]; worst >= handshake/2 {
+		t.Fatalf("slowest request %v: the handshakes were inside the measured schedule", worst)
+	}
+}
