@@ -70,3 +70,21 @@ func FuzzPartition(f *testing.F) {
 		}
 	})
 }
+
+// Of.Partition is Partition, for partition counts small and large and
+// hashes over the whole 31-bit range.
+func TestOfMatchesPartition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 3, 7, 8, 10, 100, 1000, 65537, 1<<31 - 1, 1 << 31} {
+		o := New(n)
+		for i := 0; i < 20000; i++ {
+			k := make([]byte, rng.IntN(24))
+			for j := range k {
+				k[j] = byte(rng.Uint32())
+			}
+			if got, want := o.Partition(k), Partition(k, n); got != want {
+				t.Fatalf("New(%d).Partition(%x) = %d, Partition = %d", n, k, got, want)
+			}
+		}
+	}
+}

@@ -1,14 +1,16 @@
 package seqfile
 
 import (
-	"bytes"
 	"errors"
+	"slices"
 	"testing"
 )
 
 // FuzzReader feeds arbitrary bytes to the Reader. It must not panic, hang or
 // allocate without bound, and every error must be corruption, an
-// unsupported feature, or neither (never a crash). The seed corpus in
+// unsupported feature, or neither (never a crash). Read through a
+// Chunker, in chunks of a size the input picks, the same bytes give the
+// same records and the same kind of error. The seed corpus in
 // testdata/fuzz/FuzzReader holds Hadoop's codec files; the shared test data
 // and Writer output are added here too.
 func FuzzReader(f *testing.F) {
@@ -16,18 +18,21 @@ func FuzzReader(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := NewReader(bytes.NewReader(data), "fuzz")
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
-				t.Fatalf("NewReader: unexpected error kind: %v", err)
-			}
-			return
+		_, recs, err := readAll(t, data, "fuzz")
+		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("unexpected error kind: %v", err)
 		}
-		for r.Next() {
-			_, _ = r.Key(), r.Value()
+		size := 1
+		if len(data) > 0 {
+			size += int(data[len(data)-1]) * 7
 		}
-		if err := r.Err(); err != nil && !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("Next: unexpected error kind: %v", err)
+		chunked, cerr := readChunked(t, data, []int{size, 1 + size/3})
+		if (cerr == nil) != (err == nil) || errors.Is(cerr, ErrCorrupt) != errors.Is(err, ErrCorrupt) ||
+			errors.Is(cerr, ErrUnsupported) != errors.Is(err, ErrUnsupported) {
+			t.Fatalf("read in chunks of %d: error %v, through io.Reader %v", size, cerr, err)
+		}
+		if !slices.Equal(chunked, recs) {
+			t.Fatalf("read in chunks of %d: %d records, %d through io.Reader", size, len(chunked), len(recs))
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package seqfile
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -23,7 +22,7 @@ const growStep = 1 << 20
 // concurrent use.
 type Reader struct {
 	name string
-	in   *bufio.Reader
+	in   *input
 	pos  int64 // bytes consumed from in
 	off  int64 // offset of the current record, block or header field
 	hdr  Header
@@ -62,7 +61,7 @@ var blockBufNames = [4]string{"key lengths", "keys", "value lengths", "values"}
 // usually the file's path, appears only in error messages. The Reader
 // buffers r; it never reads the whole file at once.
 func NewReader(r io.Reader, name string) (*Reader, error) {
-	sr := &Reader{name: name, in: bufio.NewReaderSize(r, readBufferSize)}
+	sr := &Reader{name: name, in: newInput(r)}
 	if err := sr.readHeader(); err != nil {
 		return nil, err
 	}
@@ -179,7 +178,7 @@ func (r *Reader) peekRecord() (ok bool, err error) {
 	}
 	r.off = r.pos
 	r.pos += int64(len(rec))
-	_, _ = r.in.Discard(len(rec)) // peeked: cannot fail
+	r.in.Discard(len(rec))
 	return true, r.setRecord(rec[8:8+keyLen], rec[8+keyLen:])
 }
 

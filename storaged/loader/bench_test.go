@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"spangle/shared/source"
 	"spangle/storaged/internal/testutil"
@@ -34,14 +35,22 @@ func reportRSS(b *testing.B) {
 	}
 }
 
+// reportCPU reports the CPU time per op since from (cpuTime at the
+// start, after the timer was reset).
+func reportCPU(b *testing.B, from time.Duration) {
+	b.ReportMetric(float64(cpuTime(b)-from)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
 // BenchmarkDecode1M only reads and decodes every record, files in
 // parallel as Load reads them: the floor a load is measured against.
 func BenchmarkDecode1M(b *testing.B) {
 	src, files := benchSource(b, true)
 	b.ResetTimer()
+	cpu := cpuTime(b)
 	for i := 0; i < b.N; i++ {
 		benchEach(b, files, func(f source.File) int { return readSeq(b, src, f) })
 	}
+	reportCPU(b, cpu)
 	b.ReportMetric(float64(benchRecords)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	reportRSS(b)
 }
@@ -65,6 +74,7 @@ func BenchmarkLoad1M(b *testing.B) {
 			}
 			out := b.TempDir()
 			b.ResetTimer()
+			cpu, removing := cpuTime(b), time.Duration(0)
 			for i := 0; i < b.N; i++ {
 				dir := filepath.Join(out, fmt.Sprint(i))
 				res, err := Load(context.Background(), Request{Source: src, DB: "bench", Version: "1", Files: files,
@@ -74,9 +84,12 @@ func BenchmarkLoad1M(b *testing.B) {
 					b.Fatalf("load: %+v, %v", res, err)
 				}
 				b.StopTimer()
+				t := cpuTime(b)
 				os.RemoveAll(dir)
+				removing += cpuTime(b) - t
 				b.StartTimer()
 			}
+			reportCPU(b, cpu+removing)
 			b.ReportMetric(float64(benchRecords)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			reportRSS(b)
 		})

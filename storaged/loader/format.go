@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"spangle/shared/parquetkv"
+	"spangle/shared/seqfile"
 	"spangle/shared/source"
 )
 
@@ -52,7 +53,11 @@ func (in Input) Open(ctx context.Context, f source.File) (io.ReadCloser, error) 
 		return nil, fmt.Errorf("loader: opening %s: %w", in.Path(f), err)
 	}
 	if in.read != nil {
-		return countingReader{ReadCloser: rc, n: in.read}, nil
+		c := countingReader{ReadCloser: rc, n: in.read}
+		if ch, ok := rc.(seqfile.Chunker); ok {
+			return countingChunker{c, ch}, nil
+		}
+		return c, nil
 	}
 	return rc, nil
 }

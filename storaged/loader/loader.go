@@ -137,6 +137,7 @@ type loadState struct {
 	layout   Layout
 	in       Input
 	n        int
+	part     partitioner.Of            // of n
 	builders []*table.PartitionBuilder // by partition; nil if not held
 	buffers  []*buffer                 // by partition; nil if not held
 	buffered atomic.Int64              // bytes in buffers
@@ -177,6 +178,9 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("%w (%s/%s)", err, req.DB, req.Version)
 	}
 	n := layout.Partitions
+	if n < 1 || n > 1<<31 {
+		return Result{}, fmt.Errorf("loader: %s/%s: %d partitions", req.DB, req.Version, n)
+	}
 	if opts.Parallel <= 0 {
 		opts.Parallel = runtime.GOMAXPROCS(0)
 	}
@@ -199,7 +203,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 			held[i] = i
 		}
 	}
-	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, layout: layout,
+	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, part: partitioner.New(n), layout: layout,
 		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n),
 		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n), spillSeq: make([]int, n),
@@ -348,7 +352,7 @@ func (st *loadState) readFile(ctx context.Context, unit int) error {
 			}
 		}
 		key, val := r.Key(), r.Value()
-		p := partitioner.Partition(key, st.n)
+		p := st.part.Partition(key)
 		if u.Partition >= 0 && p != u.Partition {
 			return fmt.Errorf("%w: %s: the key at byte %d belongs to partition %d of %d, the file is of partition %d",
 				ErrWrongPartition, st.in.Path(u.Files[0]), r.Offset(), p, st.n, u.Partition)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"spangle/shared/seqfile"
 	"spangle/shared/source"
 )
 
@@ -89,6 +90,20 @@ func (c countingReader) Read(b []byte) (int, error) {
 		c.n.Add(int64(n))
 	}
 	return n, err
+}
+
+// countingChunker is a countingReader of a file that hands out its own
+// buffers (seqfile.Chunker: the local source's): a SequenceFile is then
+// decoded where the file's reads land, not copied out first.
+type countingChunker struct {
+	countingReader
+	ch seqfile.Chunker
+}
+
+func (c countingChunker) Chunk() ([]byte, error) {
+	b, err := c.ch.Chunk()
+	c.n.Add(int64(len(b)))
+	return b, err
 }
 
 // CopyTo copies through the source's file when it can (source.FileCopier),

@@ -36,6 +36,7 @@ type sstWriter struct {
 	blockStart int    // where the block being built starts in buf
 	restarts   []uint32
 	inBlock    int    // entries in the block being built
+	toRestart  int    // entries before the next restart point; 0: this one
 	entries    int    // entries in the table
 	lastKey    []byte // the last user key appended
 	scratch    []byte // snappy output
@@ -106,10 +107,14 @@ func (w *sstWriter) add(key, value []byte) error {
 	// buf is stored back once: each store of a slice into the writer is
 	// a write barrier while the garbage collector marks.
 	buf := w.buf
-	if w.inBlock%w.restartInterval == 0 {
+	// A count down, not inBlock % restartInterval: a division per
+	// record was a tenth of add's time.
+	if w.toRestart == 0 {
 		w.restarts = append(w.restarts, uint32(len(buf)-w.blockStart))
 		shared = 0
+		w.toRestart = w.restartInterval
 	}
+	w.toRestart--
 	buf = binary.AppendUvarint(buf, uint64(shared))
 	buf = binary.AppendUvarint(buf, uint64(len(key)+len(trailer)-shared))
 	buf = binary.AppendUvarint(buf, uint64(len(value)))
@@ -149,7 +154,7 @@ func (w *sstWriter) finishDataBlock() {
 		return
 	}
 	bh := w.finishBlock(w.restarts, w.snappy)
-	w.restarts, w.inBlock = w.restarts[:0], 0
+	w.restarts, w.inBlock, w.toRestart = w.restarts[:0], 0, 0
 	w.indexRst = append(w.indexRst, uint32(len(w.index)))
 	var handle [2 * binary.MaxVarintLen64]byte
 	w.index = appendWholeEntry(w.index, w.lastKey, trailer[:], appendHandle(handle[:0], bh))
