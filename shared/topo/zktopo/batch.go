@@ -49,7 +49,8 @@ func (c *Conn) queueEphemeralLocked(path string) { c.equeue[path] = true }
 
 // flushQueued creates what is queued, in multi-ops: version entries
 // first, since replica entries are their children. Version entries it
-// created are recorded in vdone; ephemerals in published. Errors are
+// created are recorded in vdone, those it found there already in vfound;
+// ephemerals in published. Errors are
 // left to each caller's own write. The caller holds the write
 // semaphore.
 func (c *Conn) flushQueued() {
@@ -76,7 +77,7 @@ func (c *Conn) flushQueued() {
 	clear(c.equeue)
 	c.mu.Unlock()
 	if len(versions) > 0 {
-		created, err := c.createBatch(versions)
+		created, found, err := c.createBatch(versions)
 		c.mu.Lock()
 		for _, r := range created {
 			if parents[r.Path] {
@@ -85,13 +86,18 @@ func (c *Conn) flushQueued() {
 			delete(c.pending, r.Path)
 			c.vdone[r.Path] = true
 		}
+		for _, r := range found {
+			if !parents[r.Path] {
+				c.vfound[r.Path] = true
+			}
+		}
 		c.mu.Unlock()
 		if err != nil {
 			return
 		}
 	}
 	if len(ephemerals) > 0 {
-		created, _ := c.createBatch(ephemerals)
+		created, _, _ := c.createBatch(ephemerals)
 		c.mu.Lock()
 		for _, r := range created {
 			c.published[r.Path] = sess
@@ -108,11 +114,11 @@ func (c *Conn) flushQueued() {
 // chunk is looked up at once (reads, answered without a log write, sent
 // together), those that exist are left out with the one that failed,
 // and the rest is tried again, a few times at most. What is left out is
-// for each caller to write alone. It stops at a connection error,
-// returning it.
-func (c *Conn) createBatch(reqs []*zk.CreateRequest) ([]*zk.CreateRequest, error) {
+// for each caller to write alone; those found there are returned too
+// (found), so that their callers read them rather than try to create
+// them one at a time. It stops at a connection error, returning it.
+func (c *Conn) createBatch(reqs []*zk.CreateRequest) (created, found []*zk.CreateRequest, err error) {
 	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Path < reqs[j].Path })
-	var created []*zk.CreateRequest
 	for len(reqs) > 0 {
 		n, size := 0, 0
 		for n < len(reqs) && n < maxBatchOps {
@@ -136,7 +142,7 @@ func (c *Conn) createBatch(reqs []*zk.CreateRequest) ([]*zk.CreateRequest, error
 				break
 			}
 			if isConnErr(err) {
-				return created, err
+				return created, found, err
 			}
 			bad := -1
 			for i, r := range res {
@@ -150,18 +156,20 @@ func (c *Conn) createBatch(reqs []*zk.CreateRequest) ([]*zk.CreateRequest, error
 			}
 			exists, err := c.existAll(chunk)
 			if err != nil {
-				return created, err
+				return created, found, err
 			}
 			next := chunk[:0:0]
 			for i, r := range chunk {
-				if i != bad && !exists[i] {
+				if exists[i] {
+					found = append(found, r)
+				} else if i != bad {
 					next = append(next, r)
 				}
 			}
 			chunk = next
 		}
 	}
-	return created, nil
+	return created, found, nil
 }
 
 // maxReads bounds the lookups existAll has in flight.

@@ -106,6 +106,10 @@ type Conn struct {
 	vqueue map[string]queuedVersion // guarded by mu
 	equeue map[string]bool          // guarded by mu
 	vdone  map[string]bool          // guarded by mu
+	// vfound holds the version entries a batch found already there
+	// (another node was first): their callers read them, outside the
+	// write semaphore.
+	vfound map[string]bool // guarded by mu
 }
 
 var _ topo.Conn = (*Conn)(nil)
@@ -167,6 +171,7 @@ func Open(opts Options) (*Conn, error) {
 		vqueue:    map[string]queuedVersion{},
 		equeue:    map[string]bool{},
 		vdone:     map[string]bool{},
+		vfound:    map[string]bool{},
 	}
 	c.dirty[c.paths.Nodes()] = true
 	c.dirty[c.paths.Partitions()] = true

@@ -86,16 +86,24 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	c.mu.Lock()
 	c.queueVersionLocked(path, data, withParent)
 	c.mu.Unlock()
-	var got topo.VersionInfo
+	var (
+		got   topo.VersionInfo
+		found bool
+	)
 	err = c.apply(ctx, func() error {
 		c.flushQueued()
 		c.mu.Lock()
 		done := c.vdone[path]
 		delete(c.vdone, path)
+		found = c.vfound[path]
+		delete(c.vfound, path)
 		c.mu.Unlock()
 		if done {
 			got = info
 			return nil
+		}
+		if found {
+			return nil // read below, without the semaphore
 		}
 		var err error
 		got, err = c.createVersion(path, info)
@@ -103,6 +111,27 @@ func (c *Conn) PublishVersion(ctx context.Context, db, version string, info topo
 	})
 	if err != nil {
 		return topo.VersionInfo{}, err
+	}
+	if found {
+		// Another node created it while this one looked: the batch
+		// found it there. Reads go out together (the many versions of a
+		// start each in their own call), where creating each one alone
+		// under the semaphore cost two round trips after another.
+		if old, _, err := c.zk.Get(path); err == nil {
+			if have, ok := c.versionInfo(path, old); ok {
+				c.donePending(path)
+				return have, nil
+			}
+		}
+		// Gone again, unreadable, or holding no valid info: as before.
+		err = c.apply(ctx, func() error {
+			var err error
+			got, err = c.createVersion(path, info)
+			return err
+		})
+		if err != nil {
+			return topo.VersionInfo{}, err
+		}
 	}
 	return got, nil
 }
