@@ -94,7 +94,8 @@ type Controller struct {
 
 	mu         sync.Mutex
 	converged  bool                       // guarded by mu
-	changed    chan struct{}              // guarded by mu; closed when converged changes
+	settled    bool                       // guarded by mu; stable for guessAfter (guess)
+	changed    chan struct{}              // guarded by mu; closed when converged or settled changes
 	tracked    map[dbver.Version]*tracked // guarded by mu
 	lastActive map[string]string          // guarded by mu; newest version activated per db
 	lastPins   map[string]topo.Pin        // guarded by mu; the pins Run last saw
@@ -151,6 +152,7 @@ func (c *Controller) Hooks() versions.Hooks {
 		Pin:            c.pin,
 		BuildOrder:     c.buildOrder,
 		PeerServed:     c.peerServed,
+		Guess:          c.guess,
 	}
 }
 
@@ -231,11 +233,11 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 		m, err := c.opts.Conn.Wait(wctx, rev)
 		cancel()
 		if ctx.Err() != nil {
-			c.setConverged(false)
+			c.setState(false, false)
 			return nil
 		}
 		if errors.Is(err, topo.ErrClosed) {
-			c.setConverged(false)
+			c.setState(false, false)
 			c.log.Warn("coordination service connection closed; cluster controller stops")
 			return nil
 		}
@@ -259,8 +261,9 @@ func (c *Controller) Run(ctx context.Context, act Activator) error {
 			lastChange = now
 		}
 		_, self := m.Nodes[c.opts.Node.Addr]
-		converged := up && self && now.Sub(lastChange) >= c.opts.TimeToConverge
-		c.setConverged(converged)
+		stable := now.Sub(lastChange)
+		converged := up && self && stable >= c.opts.TimeToConverge
+		c.setState(converged, up && self && stable >= c.guessAfter())
 		if up {
 			if r, ok := act.(Refresher); ok && c.pinsChanged(m) {
 				r.Refresh() // the manager follows the new pin at once
@@ -283,12 +286,24 @@ func nodeSignature(m *topo.Map) string {
 	return strings.Join(names, ",")
 }
 
-func (c *Controller) setConverged(v bool) {
+// guessAfter is how long the node list must stay unchanged before the
+// node guesses which partitions it will hold and builds them ahead of
+// the decision (guess): a quarter of TimeToConverge, at most half a
+// second. Nodes started together register within a moment of each
+// other; a guess made before the last one did would be wrong.
+func (c *Controller) guessAfter() time.Duration {
+	return min(c.opts.TimeToConverge/4, 500*time.Millisecond)
+}
+
+// setState records whether the node list has been stable long enough to
+// decide (converged) and to guess (settled).
+func (c *Controller) setState(v, settled bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.converged == v {
+	if c.converged == v && c.settled == settled {
 		return
 	}
+	c.settled = settled
 	c.converged = v
 	close(c.changed)
 	c.changed = make(chan struct{})

@@ -433,3 +433,36 @@ func TestActivatorForgetsDroppedVersions(t *testing.T) {
 		return len(ms[0].c.tracked) == 0
 	})
 }
+
+// TestGuessBeforeConvergence: once the node list has been stable for a
+// moment (guessAfter), Guess answers what the decision will be, well
+// before the node may decide, and publishes nothing; once converged it
+// answers false (Held answers at once then).
+func TestGuessBeforeConvergence(t *testing.T) {
+	srv := memtopo.NewServer()
+	const ttc = 2 * time.Second
+	ms := startThree(t, srv, testOpts{timeToConverge: ttc})
+	a := ms[0]
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	guess, ok := a.c.Hooks().Guess(ctx, "db", "v1", 8)
+	if !ok {
+		t.Fatal("no guess before convergence")
+	}
+	if took := time.Since(start); took >= ttc {
+		t.Errorf("guessed after %v, not before the %v convergence wait", took, ttc)
+	}
+	if a.c.Converged() {
+		t.Error("converged already when guessing")
+	}
+	if v := a.conn.Map().Version("db", "v1"); v != nil {
+		t.Errorf("a guess published the version: %+v", v)
+	}
+	if held := a.held(t, "db", "v1", 8); !reflect.DeepEqual(held, guess) {
+		t.Errorf("guessed %v, decided %v", guess, held)
+	}
+	if g, ok := a.c.Hooks().Guess(ctx, "db", "v2", 8); ok {
+		t.Errorf("guessed %v once converged; want no guess", g)
+	}
+}

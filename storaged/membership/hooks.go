@@ -77,6 +77,31 @@ func (c *Controller) decide(ctx context.Context, db, version string, n int) ([]i
 	}
 }
 
+// guess is Hooks.Guess: once the node list has been stable for
+// guessAfter, with a live session and this node in it, the partitions
+// holdings gives under the map then: what the decision gives too unless
+// the node list changes before it converges. false once converged (held
+// answers at once: no need to guess) or when ctx ends.
+func (c *Controller) guess(ctx context.Context, db, version string, n int) ([]int, bool) {
+	for {
+		c.mu.Lock()
+		converged, settled, ch := c.converged, c.settled, c.changed
+		c.mu.Unlock()
+		if converged {
+			return nil, false
+		}
+		if settled {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return c.holdings(ctx, c.opts.Conn.Map(), db, version, n), true
+}
+
 // waitConverged blocks until the controller is converged or ctx ends.
 func (c *Controller) waitConverged(ctx context.Context) error {
 	for {

@@ -48,6 +48,12 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		held    []int
 		v       *Version
 		pending *builder.Pending
+		built   struct { // a build ahead of the decision, kept (speculate.go)
+			o    builder.Opened
+			err  error
+			took time.Duration
+			ok   bool
+		}
 	)
 	// The input format of the files says N (a version mixing formats
 	// fails here).
@@ -55,12 +61,19 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	if err != nil {
 		err = fmt.Errorf("versions: %s/%s: %w", db, vs.name, err)
 	} else {
+		var early *ahead
+		if m.opts.Hooks.Guess != nil && m.opts.Hooks.Held != nil && !vs.local {
+			early = m.buildAhead(ctx, db, vs, n)
+		}
 		if m.opts.Hooks.Held != nil {
 			m.setReason(vs, reasonWaitingForCluster)
 		}
 		held, err = m.opts.Hooks.held(ctx, db, vs.name, n)
 		if m.opts.Hooks.Held != nil {
 			m.setReason(vs, "")
+		}
+		if early != nil {
+			built.o, built.err, built.took, built.ok = early.take(held, err)
 		}
 	}
 	// The waits for the cluster and for a build slot are not the load's
@@ -69,7 +82,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 	// Which partitions peers serve now, before this version waits its
 	// turn (Hooks.PeerServed).
 	var copyable func(p int) bool
-	if f := m.opts.Hooks.PeerServed; err == nil && f != nil {
+	if f := m.opts.Hooks.PeerServed; err == nil && f != nil && !built.ok {
 		served := map[int]bool{}
 		for _, p := range held {
 			if f(db, vs.name, p) {
@@ -79,14 +92,19 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		copyable = func(p int) bool { return served[p] }
 	}
 	release := func() {}
-	if err == nil && !vs.local {
+	if err == nil && !vs.local && !built.ok {
 		m.setReason(vs, reasonWaitingForSlot)
 		release, err = m.queue.acquire(ctx, m.opts.Hooks.buildOrder(db))
 		m.setReason(vs, "")
 	}
 	queueWait := time.Since(waitStart) - clusterWait
 	start := time.Now()
-	if err == nil {
+	switch {
+	case err == nil && built.ok:
+		if err = built.err; err == nil {
+			v, pending = openedVersion(db, vs.name, built.o, m.rep.Reports()), built.o.Pending
+		}
+	case err == nil:
 		stop := make(chan struct{})
 		go logProgress(m.log, m.opts.ProgressEvery, db, vs.name, vs.progress, stop)
 		var o builder.Opened
@@ -97,6 +115,9 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		release()
 	}
 	took := time.Since(start)
+	if built.ok {
+		took = built.took
+	}
 
 	m.mu.Lock()
 	d := m.dbs[db]
@@ -163,6 +184,9 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		fields = append(fields, zap.Duration("cluster_wait", clusterWait))
 	}
 	fields = append(fields, zap.Duration("queue_wait", queueWait))
+	if built.ok {
+		fields = append(fields, zap.Bool("built_ahead", true))
+	}
 	m.log.Info("version loaded", fields...)
 	if f := m.opts.Hooks.PartitionReady; f != nil {
 		// Together: cluster mode publishes each in ZooKeeper, and calls

@@ -74,6 +74,16 @@ type Hooks struct {
 	// transfer, a check of every block) costs more than the build. nil:
 	// every partition a peer serves when it is built is copied.
 	PeerServed func(db, version string, p int) bool
+	// Guess returns the partitions of db/version this node will most
+	// likely hold, while Held still waits for the cluster (the node list
+	// must stay unchanged for time_to_converge before the node decides).
+	// It blocks until it has a guess worth building; false: none (the
+	// node has decided already, so Held answers at once, or ctx ended).
+	// The manager builds the guess meanwhile (speculate.go) and keeps
+	// the build if Held then returns the same partitions, so that a start
+	// builds during the convergence wait rather than after it. Nothing is
+	// published before Held returns. nil: no build before Held.
+	Guess func(ctx context.Context, db, version string, n int) ([]int, bool)
 	// BuildOrder places db in the order in which versions waiting to be
 	// built are admitted, lowest first (see buildQueue). Cluster mode
 	// rotates DBOrder by the node's place in the cluster (RotatedOrder)
