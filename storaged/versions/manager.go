@@ -31,7 +31,8 @@ type dbTable map[string]*dbState
 type dbState struct {
 	versions map[string]*vstate
 	current  string
-	gone     bool // removed from the source
+	gone     bool    // removed from the source
+	view     *dbView // its view in the last snapshot (publishLocked); never changed once published
 }
 
 // Manager owns the versions of every db. It is safe for concurrent use.
@@ -427,28 +428,48 @@ func (m *Manager) sweep() {
 	}
 }
 
-// publishLocked rebuilds the request path's snapshot and the gauges.
+// publishLocked rebuilds the request path's snapshot and the gauges. A
+// db whose servable versions and current one are those of its view in
+// the last snapshot keeps that view (d.view): a start with many dbs
+// publishes a few times for each of its versions, and building every
+// db's view each time made it cost the square of the dbs.
 func (m *Manager) publishLocked() {
-	vw := view{}
-	counts := map[string]float64{}
+	vw := make(view, len(m.dbs))
+	var counts [len(stateNames)]float64
 	for db, d := range m.dbs {
-		dv := &dbView{byName: map[string]*Version{}}
+		var cur *Version
+		if c := d.versions[d.current]; c != nil && c.phase == active {
+			cur = c.v
+		}
+		same, servable := d.view != nil && d.view.current == cur, 0
 		for name, vs := range d.versions {
-			counts[healthState(vs.phase)]++
+			counts[stateIndex(healthState(vs.phase))]++
 			if vs.phase.servable() || vs.phase == retiring { // pinned requests still find it
-				dv.byName[name] = vs.v
+				servable++
+				if same && d.view.byName[name] != vs.v {
+					same = false
+				}
 			}
+		}
+		if same && servable != len(d.view.byName) {
+			same = false
 		}
 		for _, name := range m.plan.Settling(db) {
 			if d.versions[name] == nil {
-				counts[wire.StateSettling]++
+				counts[stateIndex(wire.StateSettling)]++
 			}
 		}
-		if cur := d.versions[d.current]; cur != nil && cur.phase == active {
-			dv.current = cur.v
+		if !same {
+			dv := &dbView{byName: make(map[string]*Version, servable), current: cur}
+			for name, vs := range d.versions {
+				if vs.phase.servable() || vs.phase == retiring {
+					dv.byName[name] = vs.v
+				}
+			}
+			d.view = dv
 		}
-		if len(dv.byName) > 0 {
-			vw[db] = dv
+		if len(d.view.byName) > 0 {
+			vw[db] = d.view
 		}
 	}
 	m.view.Store(&vw)

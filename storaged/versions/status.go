@@ -80,9 +80,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) setStates(counts map[string]float64) {
-	for _, s := range []string{wire.StateSettling, wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError} {
-		m.states.WithLabelValues(s).Set(counts[s])
+// stateNames are the states the versions gauge counts, by stateIndex.
+var stateNames = [...]string{wire.StateSettling, wire.StateBuilding, wire.StateActive, wire.StateRemoving, wire.StateError}
+
+// stateIndex is s's place in stateNames; an unknown state counts as an
+// error.
+func stateIndex(s string) int {
+	for i, n := range stateNames {
+		if n == s {
+			return i
+		}
+	}
+	return len(stateNames) - 1
+}
+
+func (m *metrics) setStates(counts [len(stateNames)]float64) {
+	for i, s := range stateNames {
+		m.states.WithLabelValues(s).Set(counts[i])
 	}
 }
 
