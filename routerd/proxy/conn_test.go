@@ -254,7 +254,7 @@ func TestReadAnswer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp, keep, err := readAnswer(bufio.NewReader(strings.NewReader(c.in)), "node", 1024)
+			resp, keep, err := readAnswer(bufio.NewReader(strings.NewReader(c.in)), "node", 1024, nil)
 			if c.fail {
 				if err == nil {
 					t.Fatalf("accepted: %+v", resp)
@@ -269,9 +269,34 @@ func TestReadAnswer(t *testing.T) {
 			}
 		})
 	}
-	resp, _, err := readAnswer(bufio.NewReader(strings.NewReader(cases[0].in)), "node", 1024)
+	resp, _, err := readAnswer(bufio.NewReader(strings.NewReader(cases[0].in)), "node", 1024, nil)
 	if err != nil || resp.ContentType != "a/b" || resp.Version != "v1" {
 		t.Fatalf("headers: %v %+v", err, resp)
+	}
+}
+
+// Answers read in turn on one connection, its header values kept
+// between them, each carry their own headers: the same strings when a
+// value repeats, the new one when it changes, none when it is absent.
+func TestReadAnswerSeenValues(t *testing.T) {
+	in := "HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nLast-Modified: Mon\r\nX-Sequins-Version: v1\r\nContent-Length: 1\r\n\r\nx" +
+		"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nLast-Modified: Mon\r\nX-Sequins-Version: v1\r\nContent-Length: 1\r\n\r\ny" +
+		"HTTP/1.1 200 OK\r\nContent-Type: c/d\r\nX-Sequins-Version: v2\r\nContent-Length: 1\r\n\r\nz"
+	want := []Response{
+		{Status: 200, ContentType: "a/b", LastModified: "Mon", Version: "v1", Body: []byte("x")},
+		{Status: 200, ContentType: "a/b", LastModified: "Mon", Version: "v1", Body: []byte("y")},
+		{Status: 200, ContentType: "c/d", Version: "v2", Body: []byte("z")},
+	}
+	br := bufio.NewReader(strings.NewReader(in))
+	var seen seenValues
+	for i, w := range want {
+		resp, keep, err := readAnswer(br, "node", 1024, &seen)
+		if err != nil || !keep {
+			t.Fatalf("answer %d: %v keep %v", i, err, keep)
+		}
+		if resp.ContentType != w.ContentType || resp.LastModified != w.LastModified || resp.Version != w.Version || string(resp.Body) != string(w.Body) {
+			t.Fatalf("answer %d: %+v, want %+v", i, resp, w)
+		}
 	}
 }
 
@@ -288,7 +313,7 @@ func FuzzReadAnswer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		resp, _, err := readAnswer(bufio.NewReaderSize(strings.NewReader(string(in)), upBufSize), "node", 64)
+		resp, _, err := readAnswer(bufio.NewReaderSize(strings.NewReader(string(in)), upBufSize), "node", 64, nil)
 		if err == nil && (resp == nil || len(resp.Body) > 64) {
 			t.Fatalf("answer %+v", resp)
 		}

@@ -165,7 +165,7 @@ func (s *Server) contentLength(n int) []string {
 
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start := monotonic()
 	if r.Method == http.MethodPost {
 		s.observe(start, s.servePost(w, r))
 		return
@@ -227,9 +227,16 @@ func target(u *url.URL) (wire.Target, error) {
 	return wire.ParsePath(u.EscapedPath())
 }
 
-func (s *Server) observe(start time.Time, code int) {
-	s.metrics.observe(code, time.Since(start))
+func (s *Server) observe(start time.Duration, code int) {
+	s.metrics.observe(code, monotonic()-start)
 }
+
+// epoch is the origin of monotonic's readings.
+var epoch = time.Now()
+
+// monotonic is the time since epoch, for durations: one read of the
+// monotonic clock, where time.Now reads the wall clock too.
+func monotonic() time.Duration { return time.Since(epoch) }
 
 // serveKey is where a key lookup is served. It returns the status sent.
 func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key []byte) int {
@@ -271,13 +278,24 @@ func (s *Server) serveKey(w http.ResponseWriter, r *http.Request, db string, key
 	} else {
 		h["Content-Type"] = s.contentType
 	}
-	h["Content-Length"] = s.contentLength(len(val))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(val)
+	if r.Method == http.MethodHead || len(val) > autoLengthMax {
+		h["Content-Length"] = s.contentLength(len(val))
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodHead {
+			return http.StatusOK
+		}
 	}
+	// A short value stays in net/http's buffer until the handler
+	// returns, and net/http then sends its Content-Length itself, by a
+	// path cheaper than a header of the map (sorted, copied, parsed).
+	w.Write(val)
 	return http.StatusOK
 }
+
+// autoLengthMax is the longest value whose Content-Length net/http
+// writes itself: a body that fits the 2 KiB buffer of its response
+// writer when the handler returns (longer ones would go chunked).
+const autoLengthMax = 2048 - 1
 
 // admit is the first step of every lookup, a GET's and a batch's: it
 // takes an in-flight slot, which the caller gives back whatever the
