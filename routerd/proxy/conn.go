@@ -37,6 +37,23 @@ type upConn struct {
 	br   *bufio.Reader
 	wbuf []byte
 	used time.Time // when it was last put back idle
+	seen seenValues
+}
+
+// seenValues are the header values of a connection's last answer: a
+// node sends the same Content-Type, Last-Modified and version in answer
+// after answer, and an equal value is not allocated again.
+type seenValues struct {
+	contentType, lastModified, version string
+}
+
+// intern returns b as a string, *last when equal to it, and remembers it.
+func intern(last *string, b []byte) string {
+	if string(b) == *last {
+		return *last
+	}
+	*last = string(b)
+	return *last
 }
 
 // getConns keeps idle connections per node address. It is safe for
@@ -256,7 +273,7 @@ const drainGrace = time.Second
 // it may serve another one.
 func (p *getConns) drain(addr string, c *upConn, maxValue int64) {
 	c.c.SetDeadline(time.Now().Add(drainGrace))
-	_, keep, err := readAnswer(c.br, addr, maxValue)
+	_, keep, err := readAnswer(c.br, addr, maxValue, &c.seen)
 	if err != nil || !keep || c.c.SetDeadline(time.Time{}) != nil {
 		c.c.Close()
 		return
@@ -303,14 +320,15 @@ func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, maxV
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, false, false, fmt.Errorf("proxy: GET %s: %w: %w", addr, errAwaiting, err)
 	}
-	resp, keep, err = readAnswer(c.br, addr, maxValue)
+	resp, keep, err = readAnswer(c.br, addr, maxValue, &c.seen)
 	return resp, keep, true, err
 }
 
 // readAnswer reads one HTTP/1.1 answer to a GET from br: status, the
 // headers routerd passes on, and, for a 200, the body (at most maxValue
-// bytes). keep says whether the connection may be used again.
-func readAnswer(br *bufio.Reader, addr string, maxValue int64) (resp *Response, keep bool, err error) {
+// bytes). keep says whether the connection may be used again. seen
+// spares allocating header values equal to the last answer's.
+func readAnswer(br *bufio.Reader, addr string, maxValue int64, seen *seenValues) (resp *Response, keep bool, err error) {
 	fail := func(what string) (*Response, bool, error) {
 		return nil, false, fmt.Errorf("proxy: GET %s: %s", addr, what)
 	}
@@ -373,11 +391,11 @@ func readAnswer(br *bufio.Reader, addr string, maxValue int64) (resp *Response, 
 				keep = false
 			}
 		case equalFold(name, "Content-Type"):
-			resp.ContentType = string(value)
+			resp.ContentType = intern(&seen.contentType, value)
 		case equalFold(name, "Last-Modified"):
-			resp.LastModified = string(value)
+			resp.LastModified = intern(&seen.lastModified, value)
 		case equalFold(name, wire.HeaderVersion):
-			resp.Version = string(value)
+			resp.Version = intern(&seen.version, value)
 		case equalFold(name, "Retry-After"):
 			resp.RetryAfter = string(value)
 		}

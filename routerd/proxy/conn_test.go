@@ -254,7 +254,7 @@ func TestReadAnswer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp, keep, err := readAnswer(bufio.NewReader(strings.NewReader(c.in)), "node", 1024)
+			resp, keep, err := readAnswer(bufio.NewReader(strings.NewReader(c.in)), "node", 1024, &seenValues{})
 			if c.fail {
 				if err == nil {
 					t.Fatalf("accepted: %+v", resp)
@@ -269,9 +269,21 @@ func TestReadAnswer(t *testing.T) {
 			}
 		})
 	}
-	resp, _, err := readAnswer(bufio.NewReader(strings.NewReader(cases[0].in)), "node", 1024)
+	resp, _, err := readAnswer(bufio.NewReader(strings.NewReader(cases[0].in)), "node", 1024, &seenValues{})
 	if err != nil || resp.ContentType != "a/b" || resp.Version != "v1" {
 		t.Fatalf("headers: %v %+v", err, resp)
+	}
+	// Answers read one after another on a connection keep their own
+	// header values, equal to the last one's or not.
+	var seen seenValues
+	br := bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nX-Sequins-Version: v1\r\nContent-Length: 0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nX-Sequins-Version: v2\r\nContent-Length: 0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+	for _, want := range []struct{ ct, v string }{{"a/b", "v1"}, {"a/b", "v2"}, {"", ""}} {
+		resp, _, err := readAnswer(br, "node", 1024, &seen)
+		if err != nil || resp.ContentType != want.ct || resp.Version != want.v {
+			t.Fatalf("answer in a row: %v %+v, want %q %q", err, resp, want.ct, want.v)
+		}
 	}
 }
 
@@ -288,7 +300,7 @@ func FuzzReadAnswer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		resp, _, err := readAnswer(bufio.NewReaderSize(strings.NewReader(string(in)), upBufSize), "node", 64)
+		resp, _, err := readAnswer(bufio.NewReaderSize(strings.NewReader(string(in)), upBufSize), "node", 64, &seenValues{})
 		if err == nil && (resp == nil || len(resp.Body) > 64) {
 			t.Fatalf("answer %+v", resp)
 		}
