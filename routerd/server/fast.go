@@ -215,6 +215,15 @@ type prefixConn struct {
 
 func (c *prefixConn) Read(p []byte) (int, error) { return c.br.Read(p) }
 
+// CloseWrite lets net/http half-close the connection after an error
+// answer, as it does on a connection of its own.
+func (c *prefixConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (f *fastServer) serve(c net.Conn) {
 	fc := &fastConn{c: c, br: bufio.NewReaderSize(c, fastBufSize), bw: bufio.NewWriterSize(c, fastBufSize)}
 	fc.req = (&http.Request{Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}}).WithContext(f.base)
@@ -331,7 +340,10 @@ type fastRequest struct {
 // HEAD of a key (wire.ParsePath finds one), in HTTP/1.1, with one Host, no body and no header
 // net/http would answer or act on differently.
 func parseFast(b []byte, _ error) (rq fastRequest, fast bool) {
-	line, rest, _ := bytes.Cut(b, []byte("\r\n"))
+	line, rest, ok := bytes.Cut(b, []byte("\r\n"))
+	if !ok {
+		return rq, false
+	}
 	switch {
 	case bytes.HasPrefix(line, []byte("GET ")):
 		line = line[4:]
@@ -346,7 +358,11 @@ func parseFast(b []byte, _ error) (rq fastRequest, fast bool) {
 	}
 	hosts := 0
 	for {
-		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		// A head cut short (longer than the buffer) has a last line
+		// without its CRLF: net/http's.
+		if line, rest, ok = bytes.Cut(rest, []byte("\r\n")); !ok {
+			return rq, false
+		}
 		if len(line) == 0 {
 			break
 		}

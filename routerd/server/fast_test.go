@@ -172,8 +172,11 @@ func TestFastPathConnections(t *testing.T) {
 	}
 	big := dialRaw(t, addr)
 	big.send("GET /db/big HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 2*fastBufSize) + "\r\n\r\n")
-	if resp, body := big.read("GET"); resp.StatusCode != 200 || body != "v2:big" {
-		t.Fatalf("head over the fast path's buffer: %d %q", resp.StatusCode, body)
+	big.send("GET /db/after HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []string{"v2:big", "v2:after"} {
+		if resp, body := big.read("GET"); resp.StatusCode != 200 || body != want {
+			t.Fatalf("head over the fast path's buffer, then another: %d %q, want %q", resp.StatusCode, body, want)
+		}
 	}
 	post := dialRaw(t, addr)
 	post.send("POST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n")
@@ -190,6 +193,8 @@ func TestParseFast(t *testing.T) {
 		fast bool
 	}{
 		{"GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n", true},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nX-Pad: cut", false},
+		{"GET /db/k HTTP/1.1", false},
 		{"HEAD /db/k HTTP/1.1\r\nHost: x:80\r\n\r\n", true},
 		{"GET /db/k HTTP/1.0\r\nHost: x\r\n\r\n", false},
 		{"GET /db/k HTTP/1.1\r\n\r\n", false},
