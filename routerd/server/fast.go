@@ -256,7 +256,8 @@ func (f *fastServer) serve(c net.Conn) {
 		if !ok {
 			return
 		}
-		rq, fast := parseFast(fc.br.Peek(n))
+		head, _ := fc.br.Peek(n) // buffered: no error
+		rq, fast := parseFast(head)
 		if fast {
 			fc.br.Discard(n)
 		}
@@ -339,7 +340,7 @@ type fastRequest struct {
 // parseFast reads a request head; fast is false unless it is a GET or
 // HEAD of a key (wire.ParsePath finds one), in HTTP/1.1, with one Host, no body and no header
 // net/http would answer or act on differently.
-func parseFast(b []byte, _ error) (rq fastRequest, fast bool) {
+func parseFast(b []byte) (rq fastRequest, fast bool) {
 	line, rest, ok := bytes.Cut(b, []byte("\r\n"))
 	if !ok {
 		return rq, false

@@ -214,7 +214,7 @@ func TestParseFast(t *testing.T) {
 		{"POST /db HTTP/1.1\r\nHost: x\r\n\r\n", false},
 	}
 	for _, tc := range cases {
-		if _, fast := parseFast([]byte(tc.head), nil); fast != tc.fast {
+		if _, fast := parseFast([]byte(tc.head)); fast != tc.fast {
 			t.Errorf("%q: fast %v, want %v", tc.head, fast, tc.fast)
 		}
 	}
