@@ -66,6 +66,7 @@ type getConns struct {
 	mu      sync.Mutex
 	idle    map[string][]*upConn        // guarded by mu; most recently used last
 	waiters map[string][]chan<- *upConn // guarded by mu; requests waiting for a connection, oldest first
+	closed  bool                        // guarded by mu; set by close: nothing is kept idle any more
 }
 
 func newGetConns(dial func(ctx context.Context, network, addr string) (net.Conn, error), maxIdle int, idleFor time.Duration) *getConns {
@@ -179,7 +180,7 @@ func (p *getConns) put(addr string, c *upConn, now time.Time) {
 		w <- c
 		return
 	}
-	if s := p.idle[addr]; len(s) < p.maxIdle {
+	if s := p.idle[addr]; len(s) < p.maxIdle && !p.closed {
 		p.idle[addr] = append(s, c)
 		p.mu.Unlock()
 		return
@@ -197,6 +198,16 @@ func (p *getConns) dropIdle(addr string) {
 	for _, c := range s {
 		c.c.Close()
 	}
+}
+
+// close closes every idle connection, and each one put back later (an
+// abandoned request's drain or a dial that outlived its request ends
+// after it): nothing is left open once routerd stops.
+func (p *getConns) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.closeIdle()
 }
 
 // closeIdle closes every idle connection.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -305,6 +306,26 @@ func FuzzReadAnswer(f *testing.F) {
 			t.Fatalf("answer %+v", resp)
 		}
 	})
+}
+
+// After close, a connection put back (a drain or a dial that ended
+// late) is closed, not kept idle.
+func TestPutAfterCloseClosesIt(t *testing.T) {
+	p := newGetConns(nil, 10, time.Minute)
+	kept, _ := net.Pipe()
+	p.put("node", &upConn{c: kept}, time.Now())
+	p.close()
+	a, b := net.Pipe()
+	p.put("node", &upConn{c: a}, time.Now())
+	if n := p.idleCount("node"); n != 0 {
+		t.Fatalf("%d idle after close", n)
+	}
+	for _, c := range []net.Conn{kept, a} {
+		if _, err := c.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
+			t.Fatalf("write on a connection of a closed pool: %v, want it closed", err)
+		}
+	}
+	b.Close()
 }
 
 // idleCount is how many connections to addr are idle.

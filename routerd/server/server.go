@@ -433,7 +433,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	<-followDone
 	if s.ownUp != nil {
-		s.ownUp.CloseIdleConnections()
+		s.ownUp.Close()
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("server: %w", err)
