@@ -40,19 +40,19 @@ type upConn struct {
 	seen seenValues
 }
 
-// seenValues are the last header values read on a connection that
-// routerd passes on: the same in nearly every answer of a node, so an
-// answer reuses their strings rather than allocating them again.
+// seenValues are the header values of a connection's last answer: a
+// node sends the same Content-Type, Last-Modified and version in answer
+// after answer, and an equal value is not allocated again.
 type seenValues struct {
 	contentType, lastModified, version string
 }
 
-// value is v as a string: last if it is the same, which v otherwise
-// replaces.
-func (s *seenValues) value(last *string, v []byte) string {
-	if string(v) != *last {
-		*last = string(v)
+// intern returns b as a string, *last when equal to it, and remembers it.
+func intern(last *string, b []byte) string {
+	if string(b) == *last {
+		return *last
 	}
+	*last = string(b)
 	return *last
 }
 
@@ -66,6 +66,7 @@ type getConns struct {
 	mu      sync.Mutex
 	idle    map[string][]*upConn        // guarded by mu; most recently used last
 	waiters map[string][]chan<- *upConn // guarded by mu; requests waiting for a connection, oldest first
+	closed  bool                        // guarded by mu; set by close: nothing is kept idle any more
 }
 
 func newGetConns(dial func(ctx context.Context, network, addr string) (net.Conn, error), maxIdle int, idleFor time.Duration) *getConns {
@@ -179,7 +180,7 @@ func (p *getConns) put(addr string, c *upConn, now time.Time) {
 		w <- c
 		return
 	}
-	if s := p.idle[addr]; len(s) < p.maxIdle {
+	if s := p.idle[addr]; len(s) < p.maxIdle && !p.closed {
 		p.idle[addr] = append(s, c)
 		p.mu.Unlock()
 		return
@@ -197,6 +198,16 @@ func (p *getConns) dropIdle(addr string) {
 	for _, c := range s {
 		c.c.Close()
 	}
+}
+
+// close closes every idle connection, and each one put back later (an
+// abandoned request's drain or a dial that outlived its request ends
+// after it): nothing is left open once routerd stops.
+func (p *getConns) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.closeIdle()
 }
 
 // closeIdle closes every idle connection.
@@ -326,12 +337,9 @@ func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, maxV
 
 // readAnswer reads one HTTP/1.1 answer to a GET from br: status, the
 // headers routerd passes on, and, for a 200, the body (at most maxValue
-// bytes). keep says whether the connection may be used again; seen, when
-// not nil, is the connection's (seenValues).
+// bytes). keep says whether the connection may be used again. seen
+// spares allocating header values equal to the last answer's.
 func readAnswer(br *bufio.Reader, addr string, maxValue int64, seen *seenValues) (resp *Response, keep bool, err error) {
-	if seen == nil {
-		seen = &seenValues{}
-	}
 	fail := func(what string) (*Response, bool, error) {
 		return nil, false, fmt.Errorf("proxy: GET %s: %s", addr, what)
 	}
@@ -394,11 +402,11 @@ func readAnswer(br *bufio.Reader, addr string, maxValue int64, seen *seenValues)
 				keep = false
 			}
 		case equalFold(name, "Content-Type"):
-			resp.ContentType = seen.value(&seen.contentType, value)
+			resp.ContentType = intern(&seen.contentType, value)
 		case equalFold(name, "Last-Modified"):
-			resp.LastModified = seen.value(&seen.lastModified, value)
+			resp.LastModified = intern(&seen.lastModified, value)
 		case equalFold(name, wire.HeaderVersion):
-			resp.Version = seen.value(&seen.version, value)
+			resp.Version = intern(&seen.version, value)
 		case equalFold(name, "Retry-After"):
 			resp.RetryAfter = string(value)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -254,7 +255,7 @@ func TestReadAnswer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp, keep, err := readAnswer(bufio.NewReader(strings.NewReader(c.in)), "node", 1024, nil)
+			resp, keep, err := readAnswer(bufio.NewReader(strings.NewReader(c.in)), "node", 1024, &seenValues{})
 			if c.fail {
 				if err == nil {
 					t.Fatalf("accepted: %+v", resp)
@@ -269,33 +270,20 @@ func TestReadAnswer(t *testing.T) {
 			}
 		})
 	}
-	resp, _, err := readAnswer(bufio.NewReader(strings.NewReader(cases[0].in)), "node", 1024, nil)
+	resp, _, err := readAnswer(bufio.NewReader(strings.NewReader(cases[0].in)), "node", 1024, &seenValues{})
 	if err != nil || resp.ContentType != "a/b" || resp.Version != "v1" {
 		t.Fatalf("headers: %v %+v", err, resp)
 	}
-}
-
-// Answers read in turn on one connection, its header values kept
-// between them, each carry their own headers: the same strings when a
-// value repeats, the new one when it changes, none when it is absent.
-func TestReadAnswerSeenValues(t *testing.T) {
-	in := "HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nLast-Modified: Mon\r\nX-Sequins-Version: v1\r\nContent-Length: 1\r\n\r\nx" +
-		"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nLast-Modified: Mon\r\nX-Sequins-Version: v1\r\nContent-Length: 1\r\n\r\ny" +
-		"HTTP/1.1 200 OK\r\nContent-Type: c/d\r\nX-Sequins-Version: v2\r\nContent-Length: 1\r\n\r\nz"
-	want := []Response{
-		{Status: 200, ContentType: "a/b", LastModified: "Mon", Version: "v1", Body: []byte("x")},
-		{Status: 200, ContentType: "a/b", LastModified: "Mon", Version: "v1", Body: []byte("y")},
-		{Status: 200, ContentType: "c/d", Version: "v2", Body: []byte("z")},
-	}
-	br := bufio.NewReader(strings.NewReader(in))
+	// Answers read one after another on a connection keep their own
+	// header values, equal to the last one's or not.
 	var seen seenValues
-	for i, w := range want {
-		resp, keep, err := readAnswer(br, "node", 1024, &seen)
-		if err != nil || !keep {
-			t.Fatalf("answer %d: %v keep %v", i, err, keep)
-		}
-		if resp.ContentType != w.ContentType || resp.LastModified != w.LastModified || resp.Version != w.Version || string(resp.Body) != string(w.Body) {
-			t.Fatalf("answer %d: %+v, want %+v", i, resp, w)
+	br := bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nX-Sequins-Version: v1\r\nContent-Length: 0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nX-Sequins-Version: v2\r\nContent-Length: 0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+	for _, want := range []struct{ ct, v string }{{"a/b", "v1"}, {"a/b", "v2"}, {"", ""}} {
+		resp, _, err := readAnswer(br, "node", 1024, &seen)
+		if err != nil || resp.ContentType != want.ct || resp.Version != want.v {
+			t.Fatalf("answer in a row: %v %+v, want %q %q", err, resp, want.ct, want.v)
 		}
 	}
 }
@@ -313,11 +301,31 @@ func FuzzReadAnswer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		resp, _, err := readAnswer(bufio.NewReaderSize(strings.NewReader(string(in)), upBufSize), "node", 64, nil)
+		resp, _, err := readAnswer(bufio.NewReaderSize(strings.NewReader(string(in)), upBufSize), "node", 64, &seenValues{})
 		if err == nil && (resp == nil || len(resp.Body) > 64) {
 			t.Fatalf("answer %+v", resp)
 		}
 	})
+}
+
+// After close, a connection put back (a drain or a dial that ended
+// late) is closed, not kept idle.
+func TestPutAfterCloseClosesIt(t *testing.T) {
+	p := newGetConns(nil, 10, time.Minute)
+	kept, _ := net.Pipe()
+	p.put("node", &upConn{c: kept}, time.Now())
+	p.close()
+	a, b := net.Pipe()
+	p.put("node", &upConn{c: a}, time.Now())
+	if n := p.idleCount("node"); n != 0 {
+		t.Fatalf("%d idle after close", n)
+	}
+	for _, c := range []net.Conn{kept, a} {
+		if _, err := c.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
+			t.Fatalf("write on a connection of a closed pool: %v, want it closed", err)
+		}
+	}
+	b.Close()
 }
 
 // idleCount is how many connections to addr are idle.

@@ -85,10 +85,19 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 // idleConnTimeout: a connection idle longer is closed, not reused.
 const idleConnTimeout = 90 * time.Second
 
-// CloseIdleConnections closes the pooled connections, for shutdown.
+// CloseIdleConnections closes the pooled connections.
 func (u *HTTPUpstream) CloseIdleConnections() {
 	u.rt.CloseIdleConnections()
 	u.gets.closeIdle()
+}
+
+// Close is for shutdown: it closes the pooled connections, and those of
+// single GETs that go back to the pool later (a late answer drained, a
+// dial that outlived its request) are closed too. Lookups may still be
+// made; their connections are not kept.
+func (u *HTTPUpstream) Close() {
+	u.rt.CloseIdleConnections()
+	u.gets.close()
 }
 
 // Get implements Upstream: GET http(s)://<addr>/<db>/<escaped key> pinned

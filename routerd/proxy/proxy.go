@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -210,23 +211,27 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	l.results = make(chan result, len(l.cands))
 	l.pending = l.pendBuf[:0]
 	n, call := l.take()
-	type outcome struct {
-		resp *Response
-		err  error
-	}
-	done := make(chan outcome, 1)
+	l.escalated.Add(1)
 	escalate := time.AfterFunc(l.stage, func() {
-		resp, err := l.run()
+		defer l.escalated.Done()
+		l.resp, l.err = l.run()
 		l.cancel(nil) // the first attempt, if it still runs, lost
-		done <- outcome{resp, err}
 	})
 	p.attempt(ctx, n, call, req, false, l.timeout, l.stage, l.results)
 	if escalate.Stop() {
-		// Over within its stage: its result waits in results.
+		// Over within its stage: its result waits in results. An
+		// answer is returned as it is, without run's timer and select.
+		r := <-l.results
+		if r.err == nil && (r.resp.Status == http.StatusOK || r.resp.Status == http.StatusNotFound) {
+			l.pending = l.pending[:0]
+			r.resp.Addr = r.addr
+			return r.resp, nil
+		}
+		l.results <- r
 		return l.run()
 	}
-	o := <-done
-	return o.resp, o.err
+	l.escalated.Wait()
+	return l.resp, l.err
 }
 
 // lookup is the state of one Do once its first attempt started; run
@@ -243,6 +248,11 @@ type lookup struct {
 	pending        []*health.Call // attempts not yet reported
 	candBuf        [8]*health.Node
 	pendBuf        [8]*health.Call
+	// escalated ends when the goroutine that took the lookup over past
+	// its first stage has set resp and err.
+	escalated sync.WaitGroup
+	resp      *Response
+	err       error
 }
 
 // take begins a call to the next candidate and counts it pending; nil

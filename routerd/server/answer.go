@@ -32,7 +32,7 @@ func (s *Server) newAnswer(version string, v *topo.Version, resp *proxy.Response
 		version:       vh.version,
 		proxiedTo:     s.memo.addr(resp.Addr),
 		contentType:   s.ctype,
-		contentLength: []string{strconv.Itoa(len(resp.Body))},
+		contentLength: lengthValue(len(resp.Body)),
 		created:       v.Created,
 		lastModified:  vh.lastModified,
 	}
@@ -40,9 +40,28 @@ func (s *Server) newAnswer(version string, v *topo.Version, resp *proxy.Response
 		a.lastModified = lastModified(v, resp)
 	}
 	if resp.ContentType != "" {
-		a.contentType = []string{resp.ContentType}
+		a.contentType = s.memo.addr(resp.ContentType)
 	}
 	return a
+}
+
+// smallLengths are the Content-Length values of bodies up to 4 KiB,
+// formatted once: most values are small.
+var smallLengths = func() [][]string {
+	v := make([][]string, 4<<10+1)
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+// lengthValue is the Content-Length header value of n bytes; shared:
+// never modify it.
+func lengthValue(n int) []string {
+	if n < len(smallLengths) {
+		return smallLengths[n]
+	}
+	return []string{strconv.Itoa(n)}
 }
 
 // lastModified is the Last-Modified of a value: its version's creation
@@ -70,8 +89,8 @@ func (a *answer) lastModifiedFor(v *topo.Version) []string {
 const memoMax = 256
 
 // headerMemo keeps the header values many answers share, a version's
-// X-Sequins-Version and Last-Modified and a node's
-// X-Sequins-Proxied-To, so that each uncached lookup does not format
+// X-Sequins-Version and Last-Modified, a node's X-Sequins-Proxied-To and
+// the Content-Type its answers carry, so that each uncached lookup does not format
 // and allocate them again. Like answers, the values are shared: never
 // modify them. It is safe for concurrent use.
 type headerMemo struct {

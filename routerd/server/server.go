@@ -410,20 +410,30 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		defer close(followDone)
 		s.follow(ctx)
 	}()
+	// Key lookups are answered on the fast path's own connection loop;
+	// net/http gets every other connection (see fast.go).
+	fs := newFastServer(ctx, s, l)
+	go fs.accept()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
+	go func() { errc <- hs.Serve(fs.handoff) }()
 	var err error
 	select {
 	case err = <-errc:
+		fs.handoff.Close()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
+		fs.shutdown(sctx)
+		cancel()
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
-		err = hs.Shutdown(sctx)
+		shut := make(chan error, 1)
+		go func() { shut <- fs.shutdown(sctx) }()
+		err = errors.Join(hs.Shutdown(sctx), <-shut)
 		cancel()
 		<-errc
 	}
 	<-followDone
 	if s.ownUp != nil {
-		s.ownUp.CloseIdleConnections()
+		s.ownUp.Close()
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("server: %w", err)

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"spangle/shared/wire"
+)
+
+// serveFast runs s.Serve on a local listener until the test ends.
+func serveFast(t *testing.T, s *Server) string {
+	t.Helper()
+	l, err := newLocalListener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return l.Addr().String()
+}
+
+// rawConn is a client connection that writes requests byte for byte and
+// reads answers with net/http's parser.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+func (rc *rawConn) send(s string) {
+	rc.t.Helper()
+	if _, err := io.WriteString(rc.c, s); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+func (rc *rawConn) read(method string) (*http.Response, string) {
+	rc.t.Helper()
+	resp, err := http.ReadResponse(rc.br, &http.Request{Method: method})
+	if err != nil {
+		rc.t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		rc.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// The fast path answers every lookup as ServeHTTP does: status, body and
+// the headers a client reads, on one kept-alive connection, including
+// the requests it leaves to net/http (after which net/http answers the
+// rest of the connection).
+func TestFastPathAnswersAsServeHTTP(t *testing.T) {
+	s, _, f := newTestServer(t, twoNodeMap(), 0)
+	f.missing["nokey"] = true
+	rc := dialRaw(t, serveFast(t, s))
+	cases := []struct {
+		method, target string
+		hdr            []string
+	}{
+		{"GET", "/db/k1", nil},
+		{"GET", "/db/a%2Fb/c%20d", nil},
+		{"HEAD", "/db/k1", nil},
+		{"GET", "/db/k1", []string{wire.HeaderVersion, "v1"}},
+		{"GET", "/db/k1", []string{"x-sequins-version", "v1"}},
+		{"GET", "/db/k1", []string{wire.HeaderVersion, "v0"}},
+		{"GET", "/db/nokey", nil},
+		{"HEAD", "/db/nokey", nil},
+		{"GET", "/nodb/k", nil},
+		{"GET", "/half/k", nil},
+		{"GET", "/db/k1", []string{"Content-Length", "0", "Connection", "keep-alive"}},
+		// Handed to net/http from here on.
+		{"GET", "/db/", nil},
+		{"GET", "/db/k2", nil},
+		{"GET", "/healthz", nil},
+	}
+	for _, tc := range cases {
+		want := do(s, tc.method, tc.target, tc.hdr...)
+		req := tc.method + " " + tc.target + " HTTP/1.1\r\nHost: routerd\r\n"
+		for i := 0; i+1 < len(tc.hdr); i += 2 {
+			req += tc.hdr[i] + ": " + tc.hdr[i+1] + "\r\n"
+		}
+		rc.send(req + "\r\n")
+		got, body := rc.read(tc.method)
+		name := tc.method + " " + tc.target
+		wantBody := want.Body.String()
+		if tc.method == "HEAD" {
+			wantBody = "" // the recorder keeps what a server drops
+		}
+		if got.StatusCode != want.Code || body != wantBody {
+			t.Errorf("%s %v: %d %q, ServeHTTP %d %q", name, tc.hdr, got.StatusCode, body, want.Code, wantBody)
+		}
+		for _, h := range []string{wire.HeaderVersion, "Content-Type", "Content-Length", "Last-Modified", "X-Content-Type-Options"} {
+			g, w := got.Header.Get(h), want.Header().Get(h)
+			if h == "Content-Length" && w == "" {
+				w = strconv.Itoa(len(wantBody)) // net/http sets it
+			}
+			if g != w {
+				t.Errorf("%s %v: %s %q, ServeHTTP %q", name, tc.hdr, h, g, w)
+			}
+		}
+		if got.Header.Get("Date") == "" {
+			t.Errorf("%s: no Date", name)
+		}
+	}
+}
+
+// Pipelined requests, a head that arrives in pieces, and Connection:
+// close are served on the fast path; a request net/http would judge
+// otherwise (bare LF line ends) is net/http's.
+func TestFastPathConnections(t *testing.T) {
+	s, _, _ := newTestServer(t, twoNodeMap(), 0)
+	addr := serveFast(t, s)
+
+	rc := dialRaw(t, addr)
+	rc.send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /db/b HTTP/1.1\r\nHost: x\r\n\r\nGET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []struct{ method, body string }{{"GET", "v2:a"}, {"HEAD", ""}, {"GET", "v2:c"}} {
+		if resp, body := rc.read(want.method); resp.StatusCode != 200 || body != want.body {
+			t.Fatalf("pipelined %s: %d %q, want %q", want.method, resp.StatusCode, body, want.body)
+		}
+	}
+
+	rc.send("GET /db/sl")
+	time.Sleep(50 * time.Millisecond)
+	rc.send("ow HTTP/1.1\r\nHo")
+	time.Sleep(50 * time.Millisecond)
+	rc.send("st: x\r\n\r\n")
+	if resp, body := rc.read("GET"); resp.StatusCode != 200 || body != "v2:slow" {
+		t.Fatalf("head in pieces: %d %q", resp.StatusCode, body)
+	}
+
+	rc.send("GET /db/last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	resp, body := rc.read("GET")
+	if resp.StatusCode != 200 || body != "v2:last" || !resp.Close {
+		t.Fatalf("Connection: close: %d %q close=%v", resp.StatusCode, body, resp.Close)
+	}
+	if n, err := rc.br.ReadByte(); err != io.EOF {
+		t.Fatalf("after Connection: close: read %v, %v; want EOF", n, err)
+	}
+
+	lf := dialRaw(t, addr)
+	lf.send("GET /db/lf HTTP/1.1\nHost: x\n\n")
+	if resp, body := lf.read("GET"); resp.StatusCode != 200 || body != "v2:lf" {
+		t.Fatalf("bare LF: %d %q", resp.StatusCode, body)
+	}
+	big := dialRaw(t, addr)
+	big.send("GET /db/big HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 2*fastBufSize) + "\r\n\r\n")
+	big.send("GET /db/after HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []string{"v2:big", "v2:after"} {
+		if resp, body := big.read("GET"); resp.StatusCode != 200 || body != want {
+			t.Fatalf("head over the fast path's buffer, then another: %d %q, want %q", resp.StatusCode, body, want)
+		}
+	}
+	post := dialRaw(t, addr)
+	post.send("POST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n")
+	if resp, _ := post.read("POST"); resp.StatusCode != 200 {
+		t.Fatalf("batch: %d", resp.StatusCode)
+	}
+}
+
+// parseFast keeps on the fast path only what it answers as net/http
+// would.
+func TestParseFast(t *testing.T) {
+	cases := []struct {
+		head string
+		fast bool
+	}{
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n", true},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nX-Pad: cut", false},
+		{"GET /db/k HTTP/1.1", false},
+		{"HEAD /db/k HTTP/1.1\r\nHost: x:80\r\n\r\n", true},
+		{"GET /db/k HTTP/1.0\r\nHost: x\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", false},
+		{"GET /db/k?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"GET http://x/db/k HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"GET /db HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", false},
+		{"GET /db/k HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n", false},
+		{"POST /db HTTP/1.1\r\nHost: x\r\n\r\n", false},
+	}
+	for _, tc := range cases {
+		if _, fast := parseFast([]byte(tc.head)); fast != tc.fast {
+			t.Errorf("%q: fast %v, want %v", tc.head, fast, tc.fast)
+		}
+	}
+}
+
+// Shutting down lets a lookup under way on the fast path finish and be
+// answered, then closes its connection.
+func TestFastPathShutdownFinishesLookups(t *testing.T) {
+	s, _, f := newTestServer(t, twoNodeMap(), 0)
+	f.status["a:1"], f.status["b:1"] = -2, -2 // silent until the lookup times out
+	l, err := newLocalListener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l) }()
+	rc := dialRaw(t, l.Addr().String())
+	rc.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // the lookup is under way
+	cancel()
+	if resp, _ := rc.read("GET"); resp.StatusCode != wire.StatusTimeout {
+		t.Fatalf("lookup under way at shutdown: %d, want %d", resp.StatusCode, wire.StatusTimeout)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := rc.br.ReadByte(); err != io.EOF {
+		t.Fatalf("connection after shutdown: %v, want EOF", err)
+	}
+}
