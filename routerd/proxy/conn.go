@@ -386,28 +386,28 @@ func readAnswer(br *bufio.Reader, addr string, maxValue int64, seen *seenValues)
 		}
 		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
 		switch {
-		case equalFold(name, "Content-Length"):
+		case wire.EqualFoldASCII(name, "Content-Length"):
 			n, err := strconv.ParseInt(string(value), 10, 64)
 			if err != nil || n < 0 || (length >= 0 && n != length) {
 				return fail("bad Content-Length")
 			}
 			length = n
-		case equalFold(name, "Transfer-Encoding"):
-			if !equalFold(value, "chunked") {
+		case wire.EqualFoldASCII(name, "Transfer-Encoding"):
+			if !wire.EqualFoldASCII(value, "chunked") {
 				return fail("unsupported Transfer-Encoding")
 			}
 			chunked = true
-		case equalFold(name, "Connection"):
-			if equalFold(value, "close") {
+		case wire.EqualFoldASCII(name, "Connection"):
+			if wire.EqualFoldASCII(value, "close") {
 				keep = false
 			}
-		case equalFold(name, "Content-Type"):
+		case wire.EqualFoldASCII(name, "Content-Type"):
 			resp.ContentType = intern(&seen.contentType, value)
-		case equalFold(name, "Last-Modified"):
+		case wire.EqualFoldASCII(name, "Last-Modified"):
 			resp.LastModified = intern(&seen.lastModified, value)
-		case equalFold(name, wire.HeaderVersion):
+		case wire.EqualFoldASCII(name, wire.HeaderVersion):
 			resp.Version = intern(&seen.version, value)
-		case equalFold(name, "Retry-After"):
+		case wire.EqualFoldASCII(name, "Retry-After"):
 			resp.RetryAfter = string(value)
 		}
 	}
@@ -469,26 +469,6 @@ func skipHeaders(br *bufio.Reader) error {
 func trimEOL(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return bytes.TrimSuffix(b, []byte("\r"))
-}
-
-// equalFold reports whether b equals the ASCII s, ignoring case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // validHeaderValue: no control characters but tab.

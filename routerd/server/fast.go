@@ -376,26 +376,26 @@ func parseFast(b []byte) (rq fastRequest, fast bool) {
 			return rq, false
 		}
 		switch {
-		case equalFold(name, "Host"):
+		case wire.EqualFoldASCII(name, "Host"):
 			if hosts++; !hostValue(value) {
 				return rq, false
 			}
-		case equalFold(name, wire.HeaderVersion):
+		case wire.EqualFoldASCII(name, wire.HeaderVersion):
 			if rq.version == "" {
 				rq.version = string(value)
 			}
-		case equalFold(name, "Connection"):
+		case wire.EqualFoldASCII(name, "Connection"):
 			switch {
-			case equalFold(value, "close"):
+			case wire.EqualFoldASCII(value, "close"):
 				rq.close = true
-			case !equalFold(value, "keep-alive"):
+			case !wire.EqualFoldASCII(value, "keep-alive"):
 				return rq, false
 			}
-		case equalFold(name, "Content-Length"):
+		case wire.EqualFoldASCII(name, "Content-Length"):
 			if string(value) != "0" {
 				return rq, false
 			}
-		case equalFold(name, "Transfer-Encoding"), equalFold(name, "Expect"), equalFold(name, "Upgrade"):
+		case wire.EqualFoldASCII(name, "Transfer-Encoding"), wire.EqualFoldASCII(name, "Expect"), wire.EqualFoldASCII(name, "Upgrade"):
 			return rq, false
 		}
 	}
@@ -466,26 +466,6 @@ func hostValue(b []byte) bool {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		case c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_':
 		default:
-			return false
-		}
-	}
-	return true
-}
-
-// equalFold reports whether b equals the ASCII s, ignoring case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
 			return false
 		}
 	}

@@ -216,3 +216,24 @@ type Health struct {
 	// version has come, as on the status page.
 	Progress *LoadProgress `json:"progress,omitempty"`
 }
+
+// EqualFoldASCII reports whether b equals the ASCII s, ignoring case: a
+// header name or token compared where it was read, without a string.
+func EqualFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

@@ -95,3 +95,22 @@ func TestStatusOf(t *testing.T) {
 		}
 	}
 }
+
+func TestEqualFoldASCII(t *testing.T) {
+	for _, c := range []struct {
+		b, s string
+		want bool
+	}{
+		{"Content-Length", "content-length", true},
+		{"CONNECTION", "Connection", true},
+		{"Connection", "Connectio", false},
+		{"Conn[ction", "Conn{ction", false}, // '[' is not 'Z'+1 folded
+		{"", "", true},
+		{"K\xc3\xa9", "k\xc3\xa9", true},
+		{"K\xc3\x89", "k\xc3\xa9", false}, // ASCII only
+	} {
+		if got := EqualFoldASCII([]byte(c.b), c.s); got != c.want {
+			t.Errorf("EqualFoldASCII(%q, %q) = %v, want %v", c.b, c.s, got, c.want)
+		}
+	}
+}
