@@ -226,13 +226,42 @@ func PickAddr() (string, error) {
 	return "127.0.0.1:" + strconv.Itoa(port), err
 }
 
+// handedOut remembers the ports freePort gave this process lately. The
+// kernel may give a port closed a moment ago to the next listen on :0,
+// and two daemons of one test then got the same --bind (seen in
+// storaged/integration TestSessionExpiry). It is process-wide state on
+// purpose: every caller in the test binary picks from the one kernel.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+	order []int
+}{ports: map[int]bool{}}
+
+// rememberPorts is how many recent ports freePort will not hand out again.
+const rememberPorts = 512
+
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("proctest: finding a free port: %w", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for attempt := 0; attempt < 20; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("proctest: finding a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if handedOut.ports[port] {
+			continue
+		}
+		handedOut.ports[port] = true
+		handedOut.order = append(handedOut.order, port)
+		if len(handedOut.order) > rememberPorts {
+			delete(handedOut.ports, handedOut.order[0])
+			handedOut.order = handedOut.order[1:]
+		}
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("proctest: finding a free port: the kernel gave only ports handed out lately")
 }
 
 // OnFreePort calls start with a free loopback port until it succeeds, at
