@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.uber.org/zap"
+
 	"spangle/shared/wire"
 )
 
@@ -27,6 +29,7 @@ type conn struct {
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	deadline time.Time // the read deadline set; zero: none known
+	answered time.Time // when the last answer was written; zero: none yet
 	req      *http.Request
 	w        response
 }
@@ -67,6 +70,12 @@ func (s *Server) serve(nc net.Conn) {
 	c.w.h = http.Header{}
 	handed := false
 	defer func() {
+		// A lookup that panics ends its connection, not the process,
+		// as under net/http.
+		if err := recover(); err != nil && err != http.ErrAbortHandler {
+			s.opts.Log.Error("h1fast: panic serving a lookup", zap.String("remote", nc.RemoteAddr().String()),
+				zap.Any("panic", err), zap.Stack("stack"))
+		}
 		s.forget(c)
 		if !handed {
 			nc.Close()
@@ -77,7 +86,10 @@ func (s *Server) serve(nc net.Conn) {
 		if !s.setIdle(c, true) {
 			return
 		}
-		now := time.Now()
+		now := c.answered // the clock read for the last answer's Date
+		if now.IsZero() {
+			now = time.Now()
+		}
 		if c.deadline.Sub(now) < idle-idleSlack {
 			c.deadline = now.Add(idle)
 			if nc.SetReadDeadline(c.deadline) != nil {
@@ -178,7 +190,8 @@ func (c *conn) answer(s *Server, rq request) bool {
 	}
 	w.reset(rq.head)
 	s.opts.Lookup(w, r, rq.target)
-	if w.writeTo(c.bw, s.date.at(time.Now()), rq.close) != nil || c.bw.Flush() != nil {
+	c.answered = time.Now()
+	if w.writeTo(c.bw, s.date.at(c.answered), rq.close) != nil || c.bw.Flush() != nil {
 		return false
 	}
 	return !rq.close

@@ -49,6 +49,8 @@ func testLookup(w http.ResponseWriter, r *http.Request, t wire.Target) {
 		return
 	case "slow":
 		time.Sleep(300 * time.Millisecond)
+	case "panic":
+		panic("lookup of a key that panics")
 	}
 	h["Content-Type"] = []string{"application/octet-stream"}
 	h["Last-Modified"] = []string{"Mon, 02 Jan 2006 15:04:05 GMT"}
@@ -279,6 +281,12 @@ func TestConnections(t *testing.T) {
 		if resp, body := big.read("GET"); resp.StatusCode != 200 || body != want || resp.Header.Get("X-Served-By") == "" {
 			t.Fatalf("head over the fast path's buffer, then another: %d %q, want %q from net/http", resp.StatusCode, body, want)
 		}
+	}
+	// A lookup that panics ends its connection, not the server.
+	boom := dialRaw(t, ts.addr)
+	boom.send("GET /db/panic HTTP/1.1\r\nHost: x\r\n\r\n")
+	if b, err := io.ReadAll(boom.br); len(b) != 0 || err != nil {
+		t.Fatalf("a lookup that panicked: read %q, %v; want the connection closed", b, err)
 	}
 	post := dialRaw(t, ts.addr)
 	post.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\nPOST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n")
