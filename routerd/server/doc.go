@@ -5,5 +5,7 @@
 // cache, then proxy's hedged fan-out to the key's partition replicas);
 // POST /<db>, the batch lookup (batch.go), does the same for many keys
 // at once, one proxy call per partition; "/", "/<db>", /healthz and
-// /metrics are answered locally.
+// /metrics are answered locally. Serve answers a plain HTTP/1.1 key
+// GET or HEAD on shared/h1fast's connection loop, through the same
+// lookup, and hands everything else to ServeHTTP on net/http.
 package server

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,10 +72,11 @@ func (rc *rawConn) read(method string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// The fast path answers every lookup as ServeHTTP does: status, body and
-// the headers a client reads, on one kept-alive connection, including
-// the requests it leaves to net/http (after which net/http answers the
-// rest of the connection).
+// The fast path (shared/h1fast, whose own tests cover the connection
+// loop and the parser) answers every lookup as ServeHTTP does: status,
+// body and the headers a client reads, on one kept-alive connection,
+// including the requests it leaves to net/http (after which net/http
+// answers the rest of the connection).
 func TestFastPathAnswersAsServeHTTP(t *testing.T) {
 	s, _, f := newTestServer(t, twoNodeMap(), 0)
 	f.missing["nokey"] = true
@@ -128,94 +128,6 @@ func TestFastPathAnswersAsServeHTTP(t *testing.T) {
 		}
 		if got.Header.Get("Date") == "" {
 			t.Errorf("%s: no Date", name)
-		}
-	}
-}
-
-// Pipelined requests, a head that arrives in pieces, and Connection:
-// close are served on the fast path; a request net/http would judge
-// otherwise (bare LF line ends) is net/http's.
-func TestFastPathConnections(t *testing.T) {
-	s, _, _ := newTestServer(t, twoNodeMap(), 0)
-	addr := serveFast(t, s)
-
-	rc := dialRaw(t, addr)
-	rc.send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /db/b HTTP/1.1\r\nHost: x\r\n\r\nGET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
-	for _, want := range []struct{ method, body string }{{"GET", "v2:a"}, {"HEAD", ""}, {"GET", "v2:c"}} {
-		if resp, body := rc.read(want.method); resp.StatusCode != 200 || body != want.body {
-			t.Fatalf("pipelined %s: %d %q, want %q", want.method, resp.StatusCode, body, want.body)
-		}
-	}
-
-	rc.send("GET /db/sl")
-	time.Sleep(50 * time.Millisecond)
-	rc.send("ow HTTP/1.1\r\nHo")
-	time.Sleep(50 * time.Millisecond)
-	rc.send("st: x\r\n\r\n")
-	if resp, body := rc.read("GET"); resp.StatusCode != 200 || body != "v2:slow" {
-		t.Fatalf("head in pieces: %d %q", resp.StatusCode, body)
-	}
-
-	rc.send("GET /db/last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-	resp, body := rc.read("GET")
-	if resp.StatusCode != 200 || body != "v2:last" || !resp.Close {
-		t.Fatalf("Connection: close: %d %q close=%v", resp.StatusCode, body, resp.Close)
-	}
-	if n, err := rc.br.ReadByte(); err != io.EOF {
-		t.Fatalf("after Connection: close: read %v, %v; want EOF", n, err)
-	}
-
-	lf := dialRaw(t, addr)
-	lf.send("GET /db/lf HTTP/1.1\nHost: x\n\n")
-	if resp, body := lf.read("GET"); resp.StatusCode != 200 || body != "v2:lf" {
-		t.Fatalf("bare LF: %d %q", resp.StatusCode, body)
-	}
-	big := dialRaw(t, addr)
-	big.send("GET /db/big HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 2*fastBufSize) + "\r\n\r\n")
-	big.send("GET /db/after HTTP/1.1\r\nHost: x\r\n\r\n")
-	for _, want := range []string{"v2:big", "v2:after"} {
-		if resp, body := big.read("GET"); resp.StatusCode != 200 || body != want {
-			t.Fatalf("head over the fast path's buffer, then another: %d %q, want %q", resp.StatusCode, body, want)
-		}
-	}
-	post := dialRaw(t, addr)
-	post.send("POST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n")
-	if resp, _ := post.read("POST"); resp.StatusCode != 200 {
-		t.Fatalf("batch: %d", resp.StatusCode)
-	}
-}
-
-// parseFast keeps on the fast path only what it answers as net/http
-// would.
-func TestParseFast(t *testing.T) {
-	cases := []struct {
-		head string
-		fast bool
-	}{
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n", true},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nX-Pad: cut", false},
-		{"GET /db/k HTTP/1.1", false},
-		{"HEAD /db/k HTTP/1.1\r\nHost: x:80\r\n\r\n", true},
-		{"GET /db/k HTTP/1.0\r\nHost: x\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", false},
-		{"GET /db/k?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", false},
-		{"GET http://x/db/k HTTP/1.1\r\nHost: x\r\n\r\n", false},
-		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false},
-		{"GET /db HTTP/1.1\r\nHost: x\r\n\r\n", false},
-		{"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", false},
-		{"GET /db/k HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n", false},
-		{"POST /db HTTP/1.1\r\nHost: x\r\n\r\n", false},
-	}
-	for _, tc := range cases {
-		if _, fast := parseFast([]byte(tc.head)); fast != tc.fast {
-			t.Errorf("%q: fast %v, want %v", tc.head, fast, tc.fast)
 		}
 	}
 }

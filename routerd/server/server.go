@@ -17,6 +17,7 @@ import (
 	"spangle/routerd/partmap"
 	"spangle/routerd/proxy"
 	"spangle/shared/buildinfo"
+	"spangle/shared/h1fast"
 	sharedmetrics "spangle/shared/metrics"
 	"spangle/shared/partitioner"
 	"spangle/shared/tlsconfig"
@@ -399,46 +400,55 @@ func httpError(w http.ResponseWriter, code int, msg string) int {
 // (in-flight requests get up to ShutdownGrace) and returns. It also
 // follows the map to forget the health of nodes that left.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	// Key lookups are answered on h1fast's own connection loop; net/http
+	// gets every other request, and TLS connections whole.
+	fs, err := h1fast.New(h1fast.Options{
+		Lookup:   s.fastLookup,
+		Fallback: s,
+		Context:  ctx,
+		Log:      s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	followDone := make(chan struct{})
 	go func() {
 		defer close(followDone)
 		s.follow(ctx)
 	}()
-	// Key lookups are answered on the fast path's own connection loop;
-	// net/http gets every other connection (see fast.go).
-	fs := newFastServer(ctx, s, l)
-	go fs.accept()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(fs.handoff) }()
-	var err error
+	go func() { errc <- fs.Serve(l) }()
+	var serveErr error
+	served := false
 	select {
-	case err = <-errc:
-		fs.handoff.Close()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
-		fs.shutdown(sctx)
-		cancel()
+	case serveErr = <-errc: // the listener failed
+		served = true
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
-		shut := make(chan error, 1)
-		go func() { shut <- fs.shutdown(sctx) }()
-		err = errors.Join(hs.Shutdown(sctx), <-shut)
-		cancel()
-		<-errc
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
+	err = fs.Shutdown(sctx)
+	cancel()
+	if !served {
+		serveErr = <-errc
+	}
+	if !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(serveErr, err)
 	}
 	<-followDone
 	if s.ownUp != nil {
 		s.ownUp.Close()
 	}
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
+}
+
+// fastLookup is a key lookup h1fast took off net/http: what ServeHTTP
+// does for one, without parsing the path again.
+func (s *Server) fastLookup(w http.ResponseWriter, r *http.Request, t wire.Target) {
+	start := time.Now()
+	s.metrics.observe(s.lookup(w, r, t), time.Since(start).Seconds())
 }
 
 // ShutdownGrace bounds how long Serve waits for in-flight requests.

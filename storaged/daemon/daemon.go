@@ -14,6 +14,7 @@ import (
 
 	"spangle/shared/buildinfo"
 	"spangle/shared/debugserver"
+	"spangle/shared/h1fast"
 	"spangle/shared/metrics"
 	"spangle/shared/placement"
 	"spangle/shared/source"
@@ -216,8 +217,20 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			return nil, err
 		}
 	}
-	hs := &http.Server{Handler: withCoordination(coord, mgr, tlsSrc, srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: zap.NewStdLog(log.Named("http"))}
+	// Key lookups are served on h1fast's connection loop, over TLS too;
+	// everything else (status pages, batches, peer endpoints) on
+	// net/http, as before.
+	hs, err := h1fast.New(h1fast.Options{
+		Lookup:            srv.ServeKey,
+		Fallback:          withCoordination(coord, mgr, tlsSrc, srv),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		TLS:               true,
+		Log:               log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 
 	mctx, mcancel := context.WithCancel(context.Background())
 	vars := map[string]func() any{"build": func() any { return build }, "health": func() any { return mgr.Views().Health() }}

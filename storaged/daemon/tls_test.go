@@ -37,6 +37,30 @@ func tlsGet(t *testing.T, st tlsconfig.Settings, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// tlsGetAll GETs the urls in turn on one kept-alive connection and
+// returns their statuses.
+func tlsGetAll(t *testing.T, st tlsconfig.Settings, urls ...string) []int {
+	t.Helper()
+	src, err := tlsconfig.New(tlsconfig.Options{Settings: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := src.NewTransport()
+	defer tr.CloseIdleConnections()
+	tr.MaxConnsPerHost = 1
+	var codes []int
+	for _, u := range urls {
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	return codes
+}
+
 // TestTLSClusterInProcess: two nodes with mutual TLS; the second copies
 // the version from the first over TLS (a peer), lookups and status go
 // over TLS, the peer endpoints answer peers only, and a plaintext client
@@ -83,6 +107,16 @@ func TestTLSClusterInProcess(t *testing.T) {
 		if code, body := tlsGet(t, set.Client(), "https://"+a.Addr+path); code != http.StatusForbidden {
 			t.Errorf("%s by a client that is no peer = %d %q, want 403", path, code, body)
 		}
+	}
+	// A lookup first (served on h1fast's loop), then a peer endpoint on
+	// the same connection (handed to net/http): the endpoint still sees
+	// the client's certificate.
+	key := "https://" + a.Addr + "/db/" + string(recs[7].Key)
+	if codes := tlsGetAll(t, set.Client(), key, "https://"+a.Addr+"/_partition/db/v1/0"); codes[0] != 200 || codes[1] != http.StatusForbidden {
+		t.Errorf("a lookup, then a peer endpoint by a client that is no peer: %v, want [200 403]", codes)
+	}
+	if codes := tlsGetAll(t, set.Peer(""), key, key, "https://"+a.Addr+"/_elect/db/v1/0"); codes[0] != 200 || codes[2] != 200 {
+		t.Errorf("lookups, then a peer endpoint by a peer: %v, want 200s", codes)
 	}
 	// Without a client certificate: no handshake. Plaintext: a 400
 	// saying why.

@@ -4,7 +4,10 @@
 // keys from one version (batch.go, format in package wire); / and /<db>
 // are the status page (HTML, or JSON with Accept: application/json);
 // /healthz reports every version's state; /metrics is Prometheus, from a
-// registry of the server's own.
+// registry of the server's own. The daemon serves a plain HTTP/1.1 key
+// GET or HEAD through ServeKey on shared/h1fast's connection loop, and
+// everything else through ServeHTTP on net/http; both answer a key
+// lookup with the same serveKey.
 //
 // The key lookup path takes no lock and allocates little: headers are set
 // by direct assignment of slices computed once per version.

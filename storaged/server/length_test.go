@@ -28,7 +28,7 @@ func TestContentLength(t *testing.T) {
 
 // Over a socket, every value's answer carries its Content-Length and is
 // not chunked, whether net/http writes the length (short values) or the
-// handler does (HEAD, long values).
+// handler does (HEAD, long values), on net/http and on the fast path.
 func TestContentLengthOverSocket(t *testing.T) {
 	sizes := []int{0, 1, 100, autoLengthMax - 1, autoLengthMax, autoLengthMax + 1, 4096, 100 << 10}
 	var recs []testutil.Record
@@ -45,9 +45,21 @@ func TestContentLengthOverSocket(t *testing.T) {
 	}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
+	fastAddr, fast := serveFast(t, s)
+	for _, base := range []string{srv.URL, "http://" + fastAddr} {
+		checkLengths(t, base, sizes)
+	}
+	if n := fast.Load(); n != int64(2*len(sizes)) {
+		t.Errorf("%d lookups on the fast path, want %d", n, 2*len(sizes))
+	}
+}
+
+// checkLengths asks base for every size's value, by GET and by HEAD.
+func checkLengths(t *testing.T, base string, sizes []int) {
+	t.Helper()
 	for _, n := range sizes {
 		for _, method := range []string{"GET", "HEAD"} {
-			req, _ := http.NewRequest(method, srv.URL+wire.KeyPath("sizes", fmt.Appendf(nil, "k%d", n)), nil)
+			req, _ := http.NewRequest(method, base+wire.KeyPath("sizes", fmt.Appendf(nil, "k%d", n)), nil)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

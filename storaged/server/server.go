@@ -207,6 +207,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ServeKey answers a GET or HEAD of a key whose path is already parsed,
+// as ServeHTTP answers it: the daemon serves key lookups through it on
+// shared/h1fast's connection loop, and everything else through
+// ServeHTTP on net/http. It has h1fast.Lookup's signature.
+func (s *Server) ServeKey(w http.ResponseWriter, r *http.Request, t wire.Target) {
+	start := monotonic()
+	s.observe(start, s.serveKey(w, r, t.DB, t.Key))
+}
+
 // target is wire.ParsePath of u's escaped path, without escaping Path
 // only to unescape it again where that changes nothing: a URL that keeps
 // no RawPath was sent as Path escaped, so the first "/" after the db is

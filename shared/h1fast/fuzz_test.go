@@ -1,21 +1,24 @@
-package server
+package h1fast
 
 import (
 	"bufio"
 	"bytes"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"spangle/shared/wire"
 )
 
-// FuzzParseFast: whatever head the fast path takes, net/http reads the
+// FuzzParse: whatever head the fast path takes, net/http reads the
 // same request from it: a GET or HEAD in HTTP/1.1 with no body, the same
 // key, the same first X-Sequins-Version and the same Connection: close.
+// It never takes a path that storaged routes to a peer endpoint
+// (/_elect/, /_partition/, matched on the unescaped path).
 // Anything the fast path takes and net/http would refuse or read
 // otherwise is a request the two answer differently.
-func FuzzParseFast(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n",
 		"HEAD /db/k HTTP/1.1\r\nHost: x:80\r\nConnection: close\r\n\r\n",
@@ -25,14 +28,16 @@ func FuzzParseFast(f *testing.F) {
 		"GET /db/k HTTP/1.1\r\nhost: x\r\n\tfolded\r\n\r\n",
 		"GET /db/k HTTP/1.1\nHost: x\n\n",
 		"GET /db/k?x=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /%5Fpartition/db/v/0 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /d%62/%5Felect HTTP/1.1\r\nHost: x\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) > fastBufSize {
+		if len(b) > bufSize {
 			return
 		}
-		rq, fast := parseFast(b)
+		rq, fast := parse(b)
 		if !fast {
 			return
 		}
@@ -57,6 +62,8 @@ func FuzzParseFast(f *testing.F) {
 			t.Fatalf("%q: version %q, fast path %q", b, req.Header.Get(wire.HeaderVersion), rq.version)
 		case req.URL.RawQuery != "":
 			t.Fatalf("%q: the fast path took a query", b)
+		case strings.HasPrefix(req.URL.Path, "/_"):
+			t.Fatalf("%q: the fast path took %q, a peer endpoint's path in storaged", b, req.URL.Path)
 		}
 		want, err := wire.ParsePath(req.URL.EscapedPath())
 		if err != nil {

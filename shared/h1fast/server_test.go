@@ -1,0 +1,420 @@
+package h1fast
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"spangle/shared/tlstest"
+	"spangle/shared/wire"
+)
+
+// testLookup answers as a daemon's lookup would: a value with its
+// version, a 404 with a text body, a long value without Content-Length,
+// a slow one.
+func testLookup(w http.ResponseWriter, r *http.Request, t wire.Target) {
+	h := w.Header()
+	version := "v1"
+	if vs := r.Header[wire.HeaderVersion]; len(vs) > 0 {
+		version = vs[0]
+	}
+	h[wire.HeaderVersion] = []string{version}
+	switch t.KeyString {
+	case "missing":
+		h["Content-Type"] = []string{"text/plain; charset=utf-8"}
+		h["X-Content-Type-Options"] = []string{"nosniff"}
+		h["Content-Length"] = []string{"12"}
+		w.WriteHeader(http.StatusNotFound)
+		if r.Method != http.MethodHead {
+			io.WriteString(w, "key missing\n")
+		}
+		return
+	case "gone":
+		h["Retry-After"] = []string{"1"}
+		w.WriteHeader(wire.StatusVersionGone)
+		return
+	case "big":
+		h["Content-Type"] = []string{"application/octet-stream"}
+		w.Write([]byte(strings.Repeat("b", 3*bufSize)))
+		return
+	case "slow":
+		time.Sleep(300 * time.Millisecond)
+	case "panic":
+		panic("lookup of a key that panics")
+	}
+	h["Content-Type"] = []string{"application/octet-stream"}
+	h["Last-Modified"] = []string{"Mon, 02 Jan 2006 15:04:05 GMT"}
+	io.WriteString(w, "v:"+t.KeyString)
+}
+
+// testFallback answers on net/http: a key lookup as testLookup does,
+// anything else with what it saw; every answer says net/http served it.
+func testFallback(w http.ResponseWriter, r *http.Request) {
+	w.Header()["X-Served-By"] = []string{"net/http"}
+	if t, err := wire.ParsePath(r.URL.EscapedPath()); err == nil && t.HasKey && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		testLookup(w, r, t)
+		return
+	}
+	peer := "none"
+	if r.TLS != nil {
+		peer = "tls"
+		if len(r.TLS.PeerCertificates) > 0 {
+			peer = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+	}
+	io.WriteString(w, "fallback "+r.Method+" "+r.URL.Path+" peer="+peer)
+}
+
+type testServer struct {
+	s       *Server
+	addr    string
+	lookups atomic.Int64
+	served  chan error
+}
+
+// start serves on a local listener, wrapped by wrap if not nil, until
+// the test ends.
+func start(t *testing.T, opts Options, wrap func(net.Listener) net.Listener) *testServer {
+	t.Helper()
+	ts := &testServer{served: make(chan error, 1)}
+	opts.Lookup = func(w http.ResponseWriter, r *http.Request, tg wire.Target) {
+		ts.lookups.Add(1)
+		testLookup(w, r, tg)
+	}
+	opts.Fallback = http.HandlerFunc(testFallback)
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.s, ts.addr = s, l.Addr().String()
+	if wrap != nil {
+		l = wrap(l)
+	}
+	go func() { ts.served <- s.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-ts.served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v, want http.ErrServerClosed", err)
+		}
+	})
+	return ts
+}
+
+// rawConn writes requests byte for byte and reads answers with
+// net/http's parser.
+type rawConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newRaw(t, c)
+}
+
+func newRaw(t *testing.T, c net.Conn) *rawConn {
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+func (rc *rawConn) send(s string) {
+	rc.t.Helper()
+	if _, err := io.WriteString(rc.c, s); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+func (rc *rawConn) read(method string) (*http.Response, string) {
+	rc.t.Helper()
+	resp, err := http.ReadResponse(rc.br, &http.Request{Method: method})
+	if err != nil {
+		rc.t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		rc.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// The fast path answers what a lookup writes as net/http answers it:
+// the same status, headers (Date aside) and body, for values, errors,
+// HEADs and bodies without a Content-Length.
+func TestAnswersAsNetHTTP(t *testing.T) {
+	ts := start(t, Options{}, nil)
+	fast := dialRaw(t, ts.addr)
+	slow := dialRaw(t, ts.addr)
+	slow.send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n") // net/http's from here on
+	if resp, body := slow.read("GET"); !strings.HasPrefix(body, "fallback GET /db/") {
+		t.Fatalf("status page: %d %q", resp.StatusCode, body)
+	}
+	cases := []struct{ method, target, hdr string }{
+		{"GET", "/db/k1", ""},
+		{"HEAD", "/db/k1", ""},
+		{"GET", "/db/a%2Fb%20c", ""},
+		{"GET", "/db/k1", "X-Sequins-Version: v7\r\n"},
+		{"GET", "/db/k1", "x-sequins-version: v7\r\nX-Sequins-Version: v8\r\n"},
+		{"GET", "/db/missing", ""},
+		{"HEAD", "/db/missing", ""},
+		{"GET", "/db/gone", ""},
+		{"HEAD", "/db/gone", ""},
+		{"GET", "/db/big", ""},
+		{"HEAD", "/db/big", ""},
+	}
+	for _, tc := range cases {
+		req := tc.method + " " + tc.target + " HTTP/1.1\r\nHost: x\r\n" + tc.hdr + "\r\n"
+		before := ts.lookups.Load()
+		fast.send(req)
+		got, gotBody := fast.read(tc.method)
+		if ts.lookups.Load() != before+1 || got.Header.Get("X-Served-By") != "" {
+			t.Fatalf("%q was not served on the fast path", req)
+		}
+		slow.send(req)
+		want, wantBody := slow.read(tc.method)
+		if want.Header.Get("X-Served-By") == "" {
+			t.Fatalf("%q was not served by net/http", req)
+		}
+		want.Header.Del("X-Served-By")
+		name := strings.TrimSpace(tc.method + " " + tc.target + " " + tc.hdr)
+		if want.ContentLength < 0 && got.ContentLength > 0 {
+			// net/http chunked a body over its buffer (or left a HEAD's
+			// length out for that reason); the fast path sends the
+			// length a GET's body has.
+			want.ContentLength = got.ContentLength
+			want.Header["Content-Length"] = got.Header["Content-Length"]
+			if tc.method == "GET" && int64(len(gotBody)) != got.ContentLength {
+				t.Errorf("%s: Content-Length %d of a %d-byte body", name, got.ContentLength, len(gotBody))
+			}
+		}
+		if got.StatusCode != want.StatusCode || gotBody != wantBody || got.ContentLength != want.ContentLength || got.Close != want.Close {
+			t.Errorf("%s: fast %d len %d %.40q close=%v; net/http %d len %d %.40q close=%v", name,
+				got.StatusCode, got.ContentLength, gotBody, got.Close, want.StatusCode, want.ContentLength, wantBody, want.Close)
+		}
+		if got.Header.Get("Date") == "" {
+			t.Errorf("%s: no Date", name)
+		}
+		got.Header.Del("Date")
+		want.Header.Del("Date")
+		for k := range want.Header {
+			if g, w := strings.Join(got.Header[k], ","), strings.Join(want.Header[k], ","); g != w {
+				t.Errorf("%s: %s %q, net/http %q", name, k, g, w)
+			}
+		}
+		for k := range got.Header {
+			if _, ok := want.Header[k]; !ok {
+				t.Errorf("%s: %s %q, which net/http does not send", name, k, got.Header[k])
+			}
+		}
+	}
+}
+
+// Pipelined requests, a head that arrives in pieces, and Connection:
+// close are served on the fast path; a request net/http would judge
+// otherwise (bare LF line ends, a head over the buffer, a POST) is
+// net/http's, with the rest of its connection.
+func TestConnections(t *testing.T) {
+	ts := start(t, Options{}, nil)
+
+	rc := dialRaw(t, ts.addr)
+	rc.send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /db/b HTTP/1.1\r\nHost: x\r\n\r\nGET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []struct{ method, body string }{{"GET", "v:a"}, {"HEAD", ""}, {"GET", "v:c"}} {
+		if resp, body := rc.read(want.method); resp.StatusCode != 200 || body != want.body {
+			t.Fatalf("pipelined %s: %d %q, want %q", want.method, resp.StatusCode, body, want.body)
+		}
+	}
+	if n := ts.lookups.Load(); n != 3 {
+		t.Fatalf("%d lookups on the fast path, want 3", n)
+	}
+
+	rc.send("GET /db/sl")
+	time.Sleep(50 * time.Millisecond)
+	rc.send("ow HTTP/1.1\r\nHo")
+	time.Sleep(50 * time.Millisecond)
+	rc.send("st: x\r\n\r\n")
+	if resp, body := rc.read("GET"); resp.StatusCode != 200 || body != "v:slow" || resp.Header.Get("X-Served-By") != "" {
+		t.Fatalf("head in pieces: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+
+	rc.send("GET /db/last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	resp, body := rc.read("GET")
+	if resp.StatusCode != 200 || body != "v:last" || !resp.Close {
+		t.Fatalf("Connection: close: %d %q close=%v", resp.StatusCode, body, resp.Close)
+	}
+	if n, err := rc.br.ReadByte(); err != io.EOF {
+		t.Fatalf("after Connection: close: read %v, %v; want EOF", n, err)
+	}
+
+	lf := dialRaw(t, ts.addr)
+	lf.send("GET /db/lf HTTP/1.1\nHost: x\n\n")
+	if resp, body := lf.read("GET"); resp.StatusCode != 200 || body != "v:lf" || resp.Header.Get("X-Served-By") == "" {
+		t.Fatalf("bare LF: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	big := dialRaw(t, ts.addr)
+	big.send("GET /db/big1 HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 2*bufSize) + "\r\n\r\n")
+	big.send("GET /db/after HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []string{"v:big1", "v:after"} {
+		if resp, body := big.read("GET"); resp.StatusCode != 200 || body != want || resp.Header.Get("X-Served-By") == "" {
+			t.Fatalf("head over the fast path's buffer, then another: %d %q, want %q from net/http", resp.StatusCode, body, want)
+		}
+	}
+	// A lookup that panics ends its connection, not the server.
+	boom := dialRaw(t, ts.addr)
+	boom.send("GET /db/panic HTTP/1.1\r\nHost: x\r\n\r\n")
+	if b, err := io.ReadAll(boom.br); len(b) != 0 || err != nil {
+		t.Fatalf("a lookup that panicked: read %q, %v; want the connection closed", b, err)
+	}
+	post := dialRaw(t, ts.addr)
+	post.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\nPOST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n")
+	post.read("GET")
+	if resp, body := post.read("POST"); resp.StatusCode != 200 || body != "fallback POST /db peer=none" {
+		t.Fatalf("POST after a lookup: %d %q", resp.StatusCode, body)
+	}
+}
+
+// Shutdown closes idle connections, lets a lookup under way finish and
+// be answered, then closes its connection; Serve returns
+// http.ErrServerClosed.
+func TestShutdownFinishesLookups(t *testing.T) {
+	s, err := New(Options{Lookup: testLookup, Fallback: http.HandlerFunc(testFallback)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	idle := dialRaw(t, l.Addr().String())
+	idle.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+	idle.read("GET")
+	busy := dialRaw(t, l.Addr().String())
+	busy.send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(100 * time.Millisecond) // the lookup is under way
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	if _, err := idle.br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection at shutdown: %v, want EOF", err)
+	}
+	if resp, body := busy.read("GET"); resp.StatusCode != 200 || body != "v:slow" {
+		t.Fatalf("lookup under way at shutdown: %d %q", resp.StatusCode, body)
+	}
+	if _, err := busy.br.ReadByte(); err != io.EOF {
+		t.Fatalf("connection after shutdown: %v, want EOF", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve: %v, want http.ErrServerClosed", err)
+	}
+	if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+		c.Close()
+		t.Fatal("the listener still accepts after Shutdown")
+	}
+}
+
+// Shutdown before Serve: Serve returns at once and closes its listener.
+func TestShutdownBeforeServe(t *testing.T) {
+	s, err := New(Options{Lookup: testLookup, Fallback: http.HandlerFunc(testFallback)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("listener after Serve: %v, want closed", err)
+	}
+}
+
+// tlsConfigs are a server's config (client certificates required) and a
+// client's (with the peer certificate) from tlstest's files.
+func tlsConfigs(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	set := tlstest.New(t)
+	cert, err := tls.LoadX509KeyPair(set.CertFile, set.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(set.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		t.Fatal("no CA certificate")
+	}
+	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "127.0.0.1"}
+	return server, client
+}
+
+// With Options.TLS, key lookups on a TLS connection are served on the
+// fast path; a request handed over later still shows net/http's handler
+// the connection's TLS state (the client certificate a peer endpoint
+// checks); plaintext to the TLS port gets net/http's 400 as before.
+// Without it, TLS connections are net/http's whole.
+func TestTLS(t *testing.T) {
+	scfg, ccfg := tlsConfigs(t)
+	wrap := func(l net.Listener) net.Listener { return tls.NewListener(l, scfg) }
+	for _, on := range []bool{true, false} {
+		ts := start(t, Options{TLS: on}, wrap)
+		c, err := tls.Dial("tcp", ts.addr, ccfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := newRaw(t, c)
+		rc.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body := rc.read("GET")
+		if resp.StatusCode != 200 || body != "v:k" {
+			t.Fatalf("TLS=%v: lookup over TLS: %d %q", on, resp.StatusCode, body)
+		}
+		if fast := ts.lookups.Load() == 1; fast != on {
+			t.Fatalf("TLS=%v: lookup served on the fast path: %v", on, fast)
+		}
+		rc.send("GET /_partition/db HTTP/1.1\r\nHost: x\r\n\r\n")
+		if _, body := rc.read("GET"); !strings.HasPrefix(body, "fallback GET /_partition/db peer=") || strings.HasSuffix(body, "peer=none") || strings.HasSuffix(body, "peer=tls") {
+			t.Fatalf("TLS=%v: peer endpoint after a lookup: %q, want the client certificate", on, body)
+		}
+
+		plain := dialRaw(t, ts.addr)
+		plain.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+		b, _ := io.ReadAll(plain.br)
+		if !strings.Contains(string(b), "400 Bad Request") || !strings.Contains(string(b), "HTTP request to an HTTPS server") {
+			t.Fatalf("TLS=%v: plaintext to the TLS port: %q", on, b)
+		}
+	}
+}
