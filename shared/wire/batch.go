@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -112,7 +114,6 @@ func ParseBatch(body []byte, lim BatchLimits) ([]BatchKey, error) {
 		return nil, fmt.Errorf("%w: %d keys, at most %d", ErrBatchTooLarge, n, lim.MaxKeys)
 	}
 	keys := make([]BatchKey, 0, n)
-	seen := make(map[string]struct{}, n)
 	s := string(body)
 	for line, more := 1, true; more; line++ {
 		var raw string
@@ -120,9 +121,6 @@ func ParseBatch(body []byte, lim BatchLimits) ([]BatchKey, error) {
 		raw = strings.TrimSuffix(raw, "\r")
 		if raw == "" {
 			return nil, fmt.Errorf("%w (line %d)", ErrBatchEmptyKey, line)
-		}
-		if _, dup := seen[raw]; dup {
-			continue
 		}
 		if len(raw) > 3*MaxKeyLen {
 			return nil, fmt.Errorf("%w: line %d: key too long", ErrBatchBadKey, line)
@@ -136,16 +134,85 @@ func ParseBatch(body []byte, lim BatchLimits) ([]BatchKey, error) {
 		case len(key) > MaxKeyLen:
 			return nil, fmt.Errorf("%w: line %d: key too long", ErrBatchBadKey, line)
 		}
-		seen[raw] = struct{}{}
 		keys = append(keys, BatchKey{Raw: raw, Key: key})
 	}
-	return keys, nil
+	return dropRepeats(keys), nil
 }
 
-// AppendBatchKey appends key, escaped, and a newline to a batch request
-// body.
+// dropRepeats keeps the first of the keys written the same way, in
+// order. Most batches repeat no line, which sorted hashes of the lines
+// show at a fraction of a map's cost (the map of every key was a tenth
+// of storaged's CPU for a 100-key batch); a map sorts them out only
+// when two hashes are equal.
+func dropRepeats(keys []BatchKey) []BatchKey {
+	if len(keys) < 2 {
+		return keys
+	}
+	seed := maphash.MakeSeed()
+	var small [128]uint64
+	hs := small[:0]
+	if len(keys) > len(small) {
+		hs = make([]uint64, 0, len(keys))
+	}
+	for _, k := range keys {
+		hs = append(hs, maphash.String(seed, k.Raw))
+	}
+	slices.Sort(hs)
+	repeats := false
+	for i := 1; i < len(hs); i++ {
+		if hs[i] == hs[i-1] {
+			repeats = true
+			break
+		}
+	}
+	if !repeats {
+		return keys
+	}
+	seen := make(map[string]struct{}, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if _, dup := seen[k.Raw]; dup {
+			continue
+		}
+		seen[k.Raw] = struct{}{}
+		out = append(out, k)
+	}
+	return out
+}
+
+// AppendBatchKey appends key, escaped as url.PathEscape escapes it, and a
+// newline to a batch request body, without allocating a string for it.
 func AppendBatchKey(dst, key []byte) []byte {
-	return append(append(dst, url.PathEscape(string(key))...), '\n')
+	return append(AppendPathEscape(dst, key), '\n')
+}
+
+// AppendPathEscape appends key escaped as url.PathEscape escapes a path
+// segment: unreserved bytes and "$&+:=@" as they are, any other as %XX
+// (FuzzAppendPathEscape holds it to url.PathEscape).
+func AppendPathEscape(dst, key []byte) []byte {
+	for _, c := range key {
+		if pathSafe(c) {
+			dst = append(dst, c)
+			continue
+		}
+		dst = append(dst, '%', upperHex[c>>4], upperHex[c&0xf])
+	}
+	return dst
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// pathSafe reports whether url.PathEscape leaves c as it is.
+func pathSafe(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '_', '.', '~', '$', '&', '+', ':', '=', '@':
+		return true
+	}
+	return false
 }
 
 // BatchStatus maps an error of ParseBatch, ReadBatch or
