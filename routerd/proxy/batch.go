@@ -30,6 +30,3 @@ func (u *HTTPUpstream) post(ctx context.Context, addr string, req *Request) (*Re
 	}
 	return u.gets.get(ctx, addr, "/"+req.DB, req.Version, body, u.maxValue)
 }
-
-// acceptBatch asks for the compact answer, JSON still acceptable.
-const acceptBatch = wire.ContentTypeBatchBinary + ", " + wire.ContentTypeJSON + ";q=0.5"

@@ -337,7 +337,7 @@ func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, body
 	b = append(b, version...)
 	if body != nil {
 		// Head and body in one write.
-		b = append(b, "\r\nAccept: "+acceptBatch+"\r\nContent-Length: "...)
+		b = append(b, "\r\nAccept: "+wire.BatchAccept+"\r\nContent-Length: "...)
 		b = strconv.AppendInt(b, int64(len(body)), 10)
 		b = append(b, "\r\n\r\n"...)
 		b = append(b, body...)

@@ -111,18 +111,30 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	deadline, patience := s.batchTimes(n)
 	ctx, cancel := context.WithTimeout(r.Context(), patience)
 	defer cancel()
-	done := make(chan struct{}, n)
-	jobs := 0
+	type job struct {
+		g     *group
+		chunk []int
+	}
+	var jobs []job
 	for _, g := range groups {
 		for _, chunk := range chunks(keys, g.idx) {
-			jobs++
-			go func() {
-				s.fetch(ctx, db, version, pinned, g.replicas, keys, chunk, outs, deadline, patience)
-				done <- struct{}{}
-			}()
+			jobs = append(jobs, job{g, chunk})
 		}
 	}
-	for ; jobs > 0; jobs-- {
+	// All requests at once; the last on this goroutine (a 100-key batch
+	// to one replica set is one request: no goroutine, no wake-up).
+	done := make(chan struct{}, len(jobs))
+	for i, j := range jobs {
+		if i == len(jobs)-1 {
+			s.fetch(ctx, db, version, pinned, j.g.replicas, keys, j.chunk, outs, deadline, patience)
+			break
+		}
+		go func() {
+			s.fetch(ctx, db, version, pinned, j.g.replicas, keys, j.chunk, outs, deadline, patience)
+			done <- struct{}{}
+		}()
+	}
+	for range max(len(jobs)-1, 0) {
 		<-done
 	}
 	if r.Context().Err() != nil {
