@@ -95,7 +95,8 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		return code
 	}
 	st, version, v, pinned := c.st, c.version, c.v, c.pinned
-	w.Header()[wire.HeaderVersion] = []string{version}
+	vh := s.memo.version(version, v) // formatted once, as for a GET
+	w.Header()[wire.HeaderVersion] = vh.version
 
 	keys := distinct(parsed)
 	outs := make([]outcome, len(keys))
@@ -140,7 +141,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	if r.Context().Err() != nil {
 		return 499 // the client left; nobody reads what we write
 	}
-	return s.writeBatch(w, version, v, keys, outs)
+	return s.writeBatch(w, version, vh, keys, outs)
 }
 
 // group is the keys of a batch sent to one set of replicas.
@@ -398,7 +399,7 @@ func failOutcome(err error, pinned bool) outcome {
 // as for a single GET; when every key failed because no replica holds
 // the pinned version, it is 410, as a pinned GET; when every replica
 // said the db is gone, 404 without a version, as a GET.
-func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Version, keys []batchKey, outs []outcome) int {
+func (s *Server) writeBatch(w http.ResponseWriter, version string, vh versionHeaders, keys []batchKey, outs []outcome) int {
 	raws := make([]string, 0, len(keys))
 	entries := make([]wire.BatchEntry, 0, len(keys))
 	shed, gone, noDB, retryAfter := 0, 0, 0, ""
@@ -466,12 +467,16 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 			s.batchBufs.Put(buf)
 		}
 	}()
-	if len(addrs) > 0 {
+	switch len(addrs) {
+	case 0:
+	case 1:
+		h[wire.HeaderProxiedTo] = s.memo.addr(addrs[0])
+	default:
 		slices.Sort(addrs)
 		h[wire.HeaderProxiedTo] = []string{strings.Join(addrs, ", ")}
 	}
-	if !v.Created.IsZero() {
-		h["Last-Modified"] = []string{v.Created.UTC().Format(http.TimeFormat)}
+	if vh.lastModified != nil {
+		h["Last-Modified"] = vh.lastModified
 	}
 	h["Content-Type"] = []string{wire.ContentTypeJSON}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
