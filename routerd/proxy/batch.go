@@ -1,12 +1,7 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 
 	"spangle/shared/wire"
 )
@@ -14,32 +9,21 @@ import (
 // post sends a batch lookup: POST http://<addr>/<db> with req.Keys, one
 // escaped key a line, pinned to req.Version, asking for the compact
 // answer (wire.ContentTypeBatchBinary); a storaged that does not offer
-// it answers JSON, and the answer's Content-Type says which it is.
+// it answers JSON, and the answer's Content-Type says which it is. It
+// goes on the single GETs' connections (conn.go), written and read by
+// the calling goroutine: through net/http's Transport, its writer and
+// reader goroutines and its Request, Response and header maps cost
+// routerd about a quarter of a 100-key batch's CPU (bench/README.md,
+// "Batches through routerd, second round").
 // addr must be a registered node address.
 func (u *HTTPUpstream) post(ctx context.Context, addr string, req *Request) (*Response, error) {
-	var body []byte
+	n := 0
+	for _, k := range req.Keys {
+		n += len(k) + 1
+	}
+	body := make([]byte, 0, n+n/4)
 	for _, k := range req.Keys {
 		body = wire.AppendBatchKey(body, k)
 	}
-	hr := &http.Request{
-		Method:        http.MethodPost,
-		URL:           &url.URL{Scheme: u.scheme, Host: addr, Path: "/" + req.DB},
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{wire.HeaderVersion: []string{req.Version}, "Accept": acceptBatch},
-		Host:          addr,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
-	}
-	hr = hr.WithContext(ctx)
-	res, err := u.rt.RoundTrip(hr)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: POST %s: %w", addr, err)
-	}
-	defer res.Body.Close()
-	return u.read(addr, res)
+	return u.gets.get(ctx, addr, "/"+req.DB, req.Version, body, u.maxValue)
 }
-
-var acceptBatch = []string{wire.ContentTypeBatchBinary + ", " + wire.ContentTypeJSON + ";q=0.5"}

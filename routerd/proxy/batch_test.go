@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"spangle/shared/wire"
@@ -50,5 +52,59 @@ func TestHTTPUpstreamBatch(t *testing.T) {
 				t.Fatalf("compact answer %q (%q): %v", resp.Body, resp.ContentType, err)
 			}
 		}
+	}
+}
+
+// TestBatchOnGetConnections: batches and single GETs take turns on one
+// kept-alive connection, head and body of a batch arrive whole, and a
+// batch whose kept-alive connection the node closed is sent once more
+// on a new one, as a GET is.
+func TestBatchOnGetConnections(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(wire.HeaderVersion, "v1")
+		if r.Method == "GET" {
+			io.WriteString(w, "one")
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if string(body) != "a\nb%20c\n" || r.ContentLength != int64(len(body)) {
+			t.Errorf("batch body %q, Content-Length %d", body, r.ContentLength)
+		}
+		w.Header().Set("Content-Type", wire.ContentTypeBatchBinary)
+		w.Write(wire.AppendBatchMissing(wire.AppendBatchFound(wire.AppendBatchBinaryHead(nil, "v1", 2), []byte("x"))))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	u := NewHTTPUpstream(HTTPOptions{})
+	defer u.Close()
+	batch := &Request{DB: "db", Version: "v1", Keys: [][]byte{[]byte("a"), []byte("b c")}}
+	single := &Request{DB: "db", Version: "v1", Key: []byte("k")}
+	for i := 0; i < 6; i++ {
+		req := batch
+		if i%2 == 1 {
+			req = single
+		}
+		resp, err := u.Get(context.Background(), addr, req)
+		if err != nil || resp.Status != 200 || resp.Version != "v1" {
+			t.Fatalf("request %d: %+v %v", i, resp, err)
+		}
+		if req == batch {
+			if _, entries, err := wire.DecodeBatchBinary(resp.Body); err != nil || len(entries) != 2 {
+				t.Fatalf("request %d: answer %q: %v", i, resp.Body, err)
+			}
+		}
+		if i == 3 {
+			srv.CloseClientConnections() // the node drops its kept-alive connections
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (one before the node closed it, one after)", n)
 	}
 }

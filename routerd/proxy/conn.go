@@ -20,8 +20,14 @@ import (
 // net/http.Transport: the calling goroutine writes the request and reads
 // the answer itself on a kept-alive connection, where the Transport hands
 // each request to a writer goroutine and each answer back from a reader
-// goroutine, and allocates a Request, a Response and their headers. Batch
-// lookups keep the Transport.
+// goroutine, and allocates a Request, a Response and their headers. A
+// batch lookup (a POST of its keys) goes the same way, on the same
+// connections: it is as read-only as a GET, so it too is sent once more
+// when a kept-alive connection turns out closed.
+
+// maxKeptWriteBuf bounds the write buffer a connection keeps between
+// requests: a batch's is as big as its keys; a bigger one is let go.
+const maxKeptWriteBuf = 64 << 10
 
 // upBufSize is each connection's read buffer: a status line and headers
 // longer than it are refused, as net/http refuses headers over its limit.
@@ -113,7 +119,7 @@ func (p *getConns) acquire(ctx context.Context, addr string) (c *upConn, reused 
 	case d := <-dc:
 		p.forget(addr, w)
 		if d.err != nil {
-			return nil, false, fmt.Errorf("proxy: GET %s: %w", addr, d.err)
+			return nil, false, fmt.Errorf("proxy: dialling %s: %w", addr, d.err)
 		}
 		return d.c, false, nil
 	case <-ctx.Done():
@@ -223,12 +229,14 @@ func (p *getConns) closeIdle() {
 	}
 }
 
-// get sends GET <path> to addr pinned to version and reads the answer.
+// get sends GET <path> to addr pinned to version and reads the answer;
+// with a body (not nil) it sends a batch lookup instead: POST <path> of
+// body, asking for the compact answer.
 // A kept-alive connection the node closed meanwhile fails before any
 // answer byte; the request is then sent once more on a new connection,
 // as net/http does for a GET, after the node's other idle connections
 // are closed (a node that restarted closed them all).
-func (p *getConns) get(ctx context.Context, addr, path, version string, maxValue int64) (*Response, error) {
+func (p *getConns) get(ctx context.Context, addr, path, version string, body []byte, maxValue int64) (*Response, error) {
 	if !validHeaderValue(version) {
 		return nil, errHeaderValue
 	}
@@ -237,7 +245,7 @@ func (p *getConns) get(ctx context.Context, addr, path, version string, maxValue
 		if err != nil {
 			return nil, err
 		}
-		resp, keep, started, err := c.roundTrip(ctx, addr, path, version, maxValue)
+		resp, keep, started, err := c.roundTrip(ctx, addr, path, version, body, maxValue)
 		if err != nil {
 			switch {
 			case !started && errors.Is(err, errAwaiting) && ctx.Err() != nil && isTimeout(err):
@@ -305,7 +313,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // whether c may serve another request; started whether any byte of the
 // answer arrived (before that, a failure of a reused connection is the
 // node having closed it).
-func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, maxValue int64) (resp *Response, keep, started bool, err error) {
+func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, body []byte, maxValue int64) (resp *Response, keep, started bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, err
 	}
@@ -317,19 +325,33 @@ func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, maxV
 			keep = false
 		}
 	}()
-	b := append(c.wbuf[:0], "GET "...)
+	method := "GET "
+	if body != nil {
+		method = "POST "
+	}
+	b := append(c.wbuf[:0], method...)
 	b = append(b, path...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, addr...)
 	b = append(b, "\r\n"+wire.HeaderVersion+": "...)
 	b = append(b, version...)
-	b = append(b, "\r\n\r\n"...)
-	c.wbuf = b
+	if body != nil {
+		// Head and body in one write.
+		b = append(b, "\r\nAccept: "+wire.BatchAccept+"\r\nContent-Length: "...)
+		b = strconv.AppendInt(b, int64(len(body)), 10)
+		b = append(b, "\r\n\r\n"...)
+		b = append(b, body...)
+	} else {
+		b = append(b, "\r\n\r\n"...)
+	}
+	if cap(b) <= maxKeptWriteBuf {
+		c.wbuf = b
+	}
 	if _, err := c.c.Write(b); err != nil {
-		return nil, false, false, fmt.Errorf("proxy: GET %s: %w", addr, err)
+		return nil, false, false, fmt.Errorf("proxy: %s%s: %w", method, addr, err)
 	}
 	if _, err := c.br.Peek(1); err != nil {
-		return nil, false, false, fmt.Errorf("proxy: GET %s: %w: %w", addr, errAwaiting, err)
+		return nil, false, false, fmt.Errorf("proxy: %s%s: %w: %w", method, addr, errAwaiting, err)
 	}
 	resp, keep, err = readAnswer(c.br, addr, maxValue, &c.seen)
 	return resp, keep, true, err

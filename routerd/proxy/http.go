@@ -2,10 +2,7 @@ package proxy
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"time"
 
 	"spangle/shared/tlsconfig"
@@ -39,17 +36,15 @@ type HTTPOptions struct {
 	TLS *tlsconfig.Source
 }
 
-// HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive: a
-// single GET on connections of its own (conn.go), a batch through an
-// http.Transport. It is safe for concurrent use.
+// HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive, on
+// connections of its own (conn.go): single GETs and batch lookups alike.
+// It is safe for concurrent use.
 type HTTPUpstream struct {
-	rt       *http.Transport // batch lookups
-	gets     *getConns       // single GETs
+	gets     *getConns
 	maxValue int64
-	scheme   string
 }
 
-// NewHTTPUpstream returns an upstream with its own tuned transport. It
+// NewHTTPUpstream returns an upstream with its own connection pool. It
 // never uses a proxy from the environment and never follows redirects.
 func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 	if opts.MaxIdleConnsPerHost <= 0 {
@@ -67,18 +62,8 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 		dial = opts.TLS.DialTLS(d)
 	}
 	return &HTTPUpstream{
-		gets: newGetConns(dial, opts.MaxIdleConnsPerHost, idleConnTimeout),
-		rt: opts.TLS.Apply(&http.Transport{
-			Proxy:               nil,
-			DialContext:         d.DialContext,
-			MaxIdleConns:        0, // no global bound; per host below
-			MaxIdleConnsPerHost: opts.MaxIdleConnsPerHost,
-			IdleConnTimeout:     idleConnTimeout,
-			DisableCompression:  true,
-			ForceAttemptHTTP2:   false,
-		}, d),
+		gets:     newGetConns(dial, opts.MaxIdleConnsPerHost, idleConnTimeout),
 		maxValue: opts.MaxValueSize,
-		scheme:   opts.TLS.Scheme(),
 	}
 }
 
@@ -87,7 +72,6 @@ const idleConnTimeout = 90 * time.Second
 
 // CloseIdleConnections closes the pooled connections.
 func (u *HTTPUpstream) CloseIdleConnections() {
-	u.rt.CloseIdleConnections()
 	u.gets.closeIdle()
 }
 
@@ -96,7 +80,6 @@ func (u *HTTPUpstream) CloseIdleConnections() {
 // dial that outlived its request) are closed too. Lookups may still be
 // made; their connections are not kept.
 func (u *HTTPUpstream) Close() {
-	u.rt.CloseIdleConnections()
 	u.gets.close()
 }
 
@@ -106,40 +89,5 @@ func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Res
 	if req.Keys != nil {
 		return u.post(ctx, addr, req)
 	}
-	return u.gets.get(ctx, addr, wire.KeyPath(req.DB, req.Key), req.Version, u.maxValue)
-}
-
-// read takes an answer's status, headers and, for a 200, its body.
-func (u *HTTPUpstream) read(addr string, res *http.Response) (*Response, error) {
-	out := &Response{
-		Status:       res.StatusCode,
-		ContentType:  res.Header.Get("Content-Type"),
-		LastModified: res.Header.Get("Last-Modified"),
-		Version:      res.Header.Get(wire.HeaderVersion),
-		RetryAfter:   res.Header.Get("Retry-After"),
-	}
-	if res.StatusCode != http.StatusOK {
-		// Drain a little so the connection can be reused.
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
-		return out, nil
-	}
-	switch n := res.ContentLength; {
-	case n > u.maxValue:
-		return nil, fmt.Errorf("proxy: %s: value of %d bytes over the limit", addr, n)
-	case n >= 0:
-		out.Body = make([]byte, n)
-		if _, err := io.ReadFull(res.Body, out.Body); err != nil {
-			return nil, fmt.Errorf("proxy: reading value from %s: %w", addr, err)
-		}
-	default:
-		b, err := io.ReadAll(io.LimitReader(res.Body, u.maxValue+1))
-		if err != nil {
-			return nil, fmt.Errorf("proxy: reading value from %s: %w", addr, err)
-		}
-		if int64(len(b)) > u.maxValue {
-			return nil, fmt.Errorf("proxy: %s: value over the limit", addr)
-		}
-		out.Body = b
-	}
-	return out, nil
+	return u.gets.get(ctx, addr, wire.KeyPath(req.DB, req.Key), req.Version, nil, u.maxValue)
 }

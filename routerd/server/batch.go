@@ -38,7 +38,8 @@ var upstreamBatch = wire.BatchLimits{MaxKeys: wire.DefaultBatchMaxKeys, MaxBytes
 type batchKey struct {
 	key  string
 	esc  string   // escaped as sent upstream
-	raws []string // as the client wrote it (one or more spellings)
+	raw  string   // as the client first wrote it
+	more []string // its other spellings in the request, if any
 }
 
 // outcome is what became of one key.
@@ -94,7 +95,8 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 		return code
 	}
 	st, version, v, pinned := c.st, c.version, c.v, c.pinned
-	w.Header()[wire.HeaderVersion] = []string{version}
+	vh := s.memo.version(version, v) // formatted once, as for a GET
+	w.Header()[wire.HeaderVersion] = vh.version
 
 	keys := distinct(parsed)
 	outs := make([]outcome, len(keys))
@@ -110,24 +112,36 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	deadline, patience := s.batchTimes(n)
 	ctx, cancel := context.WithTimeout(r.Context(), patience)
 	defer cancel()
-	done := make(chan struct{}, n)
-	jobs := 0
+	type job struct {
+		g     *group
+		chunk []int
+	}
+	var jobs []job
 	for _, g := range groups {
 		for _, chunk := range chunks(keys, g.idx) {
-			jobs++
-			go func() {
-				s.fetch(ctx, db, version, pinned, g.replicas, keys, chunk, outs, deadline, patience)
-				done <- struct{}{}
-			}()
+			jobs = append(jobs, job{g, chunk})
 		}
 	}
-	for ; jobs > 0; jobs-- {
+	// All requests at once; the last on this goroutine (a 100-key batch
+	// to one replica set is one request: no goroutine, no wake-up).
+	done := make(chan struct{}, len(jobs))
+	for i, j := range jobs {
+		if i == len(jobs)-1 {
+			s.fetch(ctx, db, version, pinned, j.g.replicas, keys, j.chunk, outs, deadline, patience)
+			break
+		}
+		go func() {
+			s.fetch(ctx, db, version, pinned, j.g.replicas, keys, j.chunk, outs, deadline, patience)
+			done <- struct{}{}
+		}()
+	}
+	for range max(len(jobs)-1, 0) {
 		<-done
 	}
 	if r.Context().Err() != nil {
 		return 499 // the client left; nobody reads what we write
 	}
-	return s.writeBatch(w, version, v, keys, outs)
+	return s.writeBatch(w, version, vh, keys, outs)
 }
 
 // group is the keys of a batch sent to one set of replicas.
@@ -144,7 +158,7 @@ type group struct {
 // batch in one request, not 8).
 func (s *Server) group(m *topo.Map, v *topo.Version, db, version string, keys []batchKey, outs []outcome) []*group {
 	var groups []*group
-	byPart := map[int]*group{}
+	byPart := make([]*group, v.NumPartitions)
 	bySet := map[string]*group{}
 	for i := range keys {
 		k := &keys[i]
@@ -186,19 +200,31 @@ func (s *Server) batchTimes(n int) (deadline, patience time.Duration) {
 	return deadline, patience
 }
 
-// distinct folds the spellings of one key together.
+// distinct folds the spellings of one key together. parsed holds each
+// spelling once (wire.ParseBatch), so when no key was written escaped,
+// each key once too, and no map is needed to find them.
 func distinct(parsed []wire.BatchKey) []batchKey {
-	keys := make([]batchKey, 0, len(parsed))
+	keys := make([]batchKey, len(parsed))
+	plain := true
+	for i, p := range parsed {
+		keys[i] = batchKey{key: p.Key, esc: url.PathEscape(p.Key), raw: p.Raw}
+		plain = plain && p.Raw == p.Key
+	}
+	if plain {
+		return keys
+	}
 	at := make(map[string]int, len(parsed))
-	for _, p := range parsed {
-		if i, ok := at[p.Key]; ok {
-			keys[i].raws = append(keys[i].raws, p.Raw)
+	n := 0
+	for _, k := range keys {
+		if i, ok := at[k.key]; ok {
+			keys[i].more = append(keys[i].more, k.raw)
 			continue
 		}
-		at[p.Key] = len(keys)
-		keys = append(keys, batchKey{key: p.Key, esc: url.PathEscape(p.Key), raws: []string{p.Raw}})
+		at[k.key] = n
+		keys[n] = k
+		n++
 	}
-	return keys
+	return keys[:n]
 }
 
 // chunkKeys bounds the keys of one upstream request, below storaged's
@@ -265,11 +291,8 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 			}
 			return
 		}
-		req := &proxy.Request{DB: db, Version: version, Keys: make([][]byte, len(idx)), Replicas: cands,
+		req := &proxy.Request{DB: db, Version: version, Keys: keyBytes(keys, idx), Replicas: cands,
 			Timeout: deadline, Patience: patience}
-		for j, i := range idx {
-			req.Keys[j] = []byte(keys[i].key)
-		}
 		resp, err := s.proxy.Do(ctx, req)
 		if err != nil {
 			fail(idx, failOutcome(err, pinned))
@@ -311,6 +334,22 @@ func (s *Server) fetch(ctx context.Context, db, version string, pinned bool, rep
 	}
 }
 
+// keyBytes is keys[idx] as proxy.Request.Keys, all in one buffer.
+func keyBytes(keys []batchKey, idx []int) [][]byte {
+	n := 0
+	for _, i := range idx {
+		n += len(keys[i].key)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(idx))
+	for j, i := range idx {
+		start := len(buf)
+		buf = append(buf, keys[i].key...)
+		out[j] = buf[start:len(buf):len(buf)]
+	}
+	return out
+}
+
 // answerEntries reads storaged's answer to keys[idx]: an entry for
 // each, in idx's order, from the compact form routerd asks for, or from
 // the JSON of a storaged that does not offer it (an older one, during an
@@ -345,6 +384,10 @@ func answerEntries(resp *proxy.Response, keys []batchKey, idx []int) (version st
 	return a.Version, entries, nil
 }
 
+// maxPooledAnswer bounds the answer buffers kept for the next batches
+// (Server.batchBufs): a 100-key answer of 100-byte values takes 16 KiB.
+const maxPooledAnswer = 256 << 10
+
 // failOutcome is the per-key form of a proxy error (see proxyStatus).
 func failOutcome(err error, pinned bool) outcome {
 	code, msg, retryAfter := proxyStatus(err, pinned)
@@ -356,10 +399,11 @@ func failOutcome(err error, pinned bool) outcome {
 // as for a single GET; when every key failed because no replica holds
 // the pinned version, it is 410, as a pinned GET; when every replica
 // said the db is gone, 404 without a version, as a GET.
-func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Version, keys []batchKey, outs []outcome) int {
+func (s *Server) writeBatch(w http.ResponseWriter, version string, vh versionHeaders, keys []batchKey, outs []outcome) int {
 	raws := make([]string, 0, len(keys))
 	entries := make([]wire.BatchEntry, 0, len(keys))
 	shed, gone, noDB, retryAfter := 0, 0, 0, ""
+	found, missing := 0, 0
 	var addrs []string
 	for i, k := range keys {
 		o := &outs[i]
@@ -370,7 +414,6 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		switch {
 		case o.reason != "":
 			e = wire.BatchEntry{Kind: wire.BatchFailed, Reason: o.reason}
-			s.bm.failed.Inc()
 			switch wire.FailStatus(o.reason) {
 			case wire.StatusVersionGone:
 				gone++
@@ -383,16 +426,21 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 			}
 		case o.found:
 			e = wire.BatchEntry{Kind: wire.BatchFound, Value: o.value}
-			s.bm.found.Inc()
+			found++
 		default:
 			e.Kind = wire.BatchMissing
-			s.bm.missing.Inc()
+			missing++
 		}
-		for _, raw := range k.raws {
+		raws = append(raws, k.raw)
+		entries = append(entries, e)
+		for _, raw := range k.more {
 			raws = append(raws, raw)
 			entries = append(entries, e)
 		}
 	}
+	s.bm.found.Add(float64(found))
+	s.bm.missing.Add(float64(missing))
+	s.bm.failed.Add(float64(len(keys) - found - missing))
 	h := w.Header()
 	switch {
 	case shed > 0 && shed == len(keys):
@@ -404,13 +452,31 @@ func (s *Server) writeBatch(w http.ResponseWriter, version string, v *topo.Versi
 		delete(h, wire.HeaderVersion)
 		return httpError(w, http.StatusNotFound, "no such db")
 	}
-	body := wire.AppendBatchJSON(make([]byte, 0, wire.BatchJSONSize(version, raws, entries)), version, raws, entries)
-	if len(addrs) > 0 {
+	size := wire.BatchJSONSize(version, raws, entries)
+	buf, _ := s.batchBufs.Get().(*[]byte)
+	if buf == nil || cap(*buf) < size {
+		buf = new([]byte)
+		*buf = make([]byte, 0, size)
+	}
+	body := wire.AppendBatchJSON((*buf)[:0], version, raws, entries)
+	defer func() {
+		// The buffer is written by now; one much bigger than most
+		// answers is let go.
+		if cap(body) <= maxPooledAnswer {
+			*buf = body[:0]
+			s.batchBufs.Put(buf)
+		}
+	}()
+	switch len(addrs) {
+	case 0:
+	case 1:
+		h[wire.HeaderProxiedTo] = s.memo.addr(addrs[0])
+	default:
 		slices.Sort(addrs)
 		h[wire.HeaderProxiedTo] = []string{strings.Join(addrs, ", ")}
 	}
-	if !v.Created.IsZero() {
-		h["Last-Modified"] = []string{v.Created.UTC().Format(http.TimeFormat)}
+	if vh.lastModified != nil {
+		h["Last-Modified"] = vh.lastModified
 	}
 	h["Content-Type"] = []string{wire.ContentTypeJSON}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}

@@ -169,6 +169,13 @@ func TestBatchGroupsByReplicaSet(t *testing.T) {
 		if a == nil || a.Version != "v2" || rec.Header().Get(wire.HeaderVersion) != "v2" {
 			t.Fatalf("json %v: status %d: %s", asJSON, rec.Code, rec.Body)
 		}
+		h := rec.Header()
+		if lm := h.Get("Last-Modified"); lm != created.UTC().Format(http.TimeFormat) {
+			t.Fatalf("json %v: Last-Modified %q, want the version's creation", asJSON, lm)
+		}
+		if to := h.Get(wire.HeaderProxiedTo); to != "a:1" && to != "b:1" {
+			t.Fatalf("json %v: %s %q, want the one node asked", asJSON, wire.HeaderProxiedTo, to)
+		}
 		for i := 0; i < 20; i++ {
 			if got := string(a.Found[fmt.Sprintf("k%%2F%d", i)]); got != fmt.Sprintf("v2:k/%d", i) {
 				t.Fatalf("json %v: key %d: %q", asJSON, i, got)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,8 @@ type Server struct {
 	batchRd wire.BatchRead      // its Budget is the router's
 	ownUp   *proxy.HTTPUpstream // the default upstream, closed on shutdown; nil if given
 	memo    *headerMemo
+	// batchBufs holds *[]byte answer buffers of batches (writeBatch).
+	batchBufs sync.Pool
 }
 
 // New builds a Server; it serves nothing until Serve or ServeHTTP.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"net/url"
@@ -112,7 +113,6 @@ func ParseBatch(body []byte, lim BatchLimits) ([]BatchKey, error) {
 		return nil, fmt.Errorf("%w: %d keys, at most %d", ErrBatchTooLarge, n, lim.MaxKeys)
 	}
 	keys := make([]BatchKey, 0, n)
-	seen := make(map[string]struct{}, n)
 	s := string(body)
 	for line, more := 1, true; more; line++ {
 		var raw string
@@ -120,9 +120,6 @@ func ParseBatch(body []byte, lim BatchLimits) ([]BatchKey, error) {
 		raw = strings.TrimSuffix(raw, "\r")
 		if raw == "" {
 			return nil, fmt.Errorf("%w (line %d)", ErrBatchEmptyKey, line)
-		}
-		if _, dup := seen[raw]; dup {
-			continue
 		}
 		if len(raw) > 3*MaxKeyLen {
 			return nil, fmt.Errorf("%w: line %d: key too long", ErrBatchBadKey, line)
@@ -136,16 +133,93 @@ func ParseBatch(body []byte, lim BatchLimits) ([]BatchKey, error) {
 		case len(key) > MaxKeyLen:
 			return nil, fmt.Errorf("%w: line %d: key too long", ErrBatchBadKey, line)
 		}
-		seen[raw] = struct{}{}
 		keys = append(keys, BatchKey{Raw: raw, Key: key})
 	}
-	return keys, nil
+	return dropRepeats(keys), nil
 }
 
-// AppendBatchKey appends key, escaped, and a newline to a batch request
-// body.
+// dropRepeats keeps the first of the keys written the same way, in
+// order. Most batches repeat no line, which a set of the lines' 64-bit
+// hashes (open addressing, on the stack for up to 128 lines) shows at a
+// fraction of a map's cost (a map of every line was a tenth of
+// storaged's CPU for a 100-key batch); a map sorts the lines out only
+// when two hashes are equal.
+func dropRepeats(keys []BatchKey) []BatchKey {
+	if len(keys) < 2 {
+		return keys
+	}
+	size := 256
+	for size < 2*len(keys) {
+		size *= 2
+	}
+	var small [256]uint64
+	set := small[:]
+	if size > len(small) {
+		set = make([]uint64, size)
+	}
+	mask := uint64(size - 1)
+	seed := maphash.MakeSeed()
+	repeats := false
+	for _, k := range keys {
+		h := maphash.String(seed, k.Raw) | 1 // never 0, the empty slot
+		i := h & mask
+		for set[i] != 0 && set[i] != h {
+			i = (i + 1) & mask
+		}
+		if set[i] == h {
+			repeats = true
+			break
+		}
+		set[i] = h
+	}
+	if !repeats {
+		return keys
+	}
+	seen := make(map[string]struct{}, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if _, dup := seen[k.Raw]; dup {
+			continue
+		}
+		seen[k.Raw] = struct{}{}
+		out = append(out, k)
+	}
+	return out
+}
+
+// AppendBatchKey appends key, escaped as url.PathEscape escapes it, and a
+// newline to a batch request body, without allocating a string for it.
 func AppendBatchKey(dst, key []byte) []byte {
-	return append(append(dst, url.PathEscape(string(key))...), '\n')
+	return append(AppendPathEscape(dst, key), '\n')
+}
+
+// AppendPathEscape appends key escaped as url.PathEscape escapes a path
+// segment: unreserved bytes and "$&+:=@" as they are, any other as %XX
+// (FuzzAppendPathEscape holds it to url.PathEscape).
+func AppendPathEscape(dst, key []byte) []byte {
+	for _, c := range key {
+		if pathSafe(c) {
+			dst = append(dst, c)
+			continue
+		}
+		dst = append(dst, '%', upperHex[c>>4], upperHex[c&0xf])
+	}
+	return dst
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// pathSafe reports whether url.PathEscape leaves c as it is.
+func pathSafe(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '_', '.', '~', '$', '&', '+', ':', '=', '@':
+		return true
+	}
+	return false
 }
 
 // BatchStatus maps an error of ParseBatch, ReadBatch or

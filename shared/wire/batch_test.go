@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,6 +63,44 @@ func TestParseBatch(t *testing.T) {
 	}
 	if BatchStatus(ErrBatchTooLarge) != 413 || BatchStatus(ErrBatchEmptyKey) != 400 {
 		t.Fatal("BatchStatus")
+	}
+}
+
+// TestParseBatchRepeats: repeated lines anywhere in batches short and
+// long (more lines than dropRepeats hashes on its stack) are kept once,
+// at their first place, as a map of every line keeps them.
+func TestParseBatchRepeats(t *testing.T) {
+	for _, n := range []int{2, 100, 128, 129, 300} {
+		for _, every := range []int{0, 1, 7, 50} {
+			var lines []string
+			for i := 0; i < n; i++ {
+				k := fmt.Sprintf("k%d", i)
+				if every > 0 && i%every == every-1 {
+					k = fmt.Sprintf("k%d", i/2) // an earlier key
+				}
+				lines = append(lines, k)
+			}
+			got, err := ParseBatch([]byte(strings.Join(lines, "\n")), BatchLimits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			seen := map[string]bool{}
+			for _, l := range lines {
+				if !seen[l] {
+					seen[l] = true
+					want = append(want, l)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d lines, a repeat every %d: %d keys, want %d", n, every, len(got), len(want))
+			}
+			for i, k := range got {
+				if k.Raw != want[i] {
+					t.Fatalf("%d lines, a repeat every %d: key %d is %q, want %q", n, every, i, k.Raw, want[i])
+				}
+			}
+		}
 	}
 }
 
@@ -125,9 +166,23 @@ func FuzzParseBatch(f *testing.F) {
 		if len(keys) > lim.MaxKeys {
 			t.Fatalf("%d keys over the limit", len(keys))
 		}
+		var lines []string
+		first := map[string]bool{}
+		for _, l := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+			if l = strings.TrimSuffix(l, "\r"); !first[l] {
+				first[l] = true
+				lines = append(lines, l)
+			}
+		}
+		if len(keys) > 0 && len(lines) != len(keys) {
+			t.Fatalf("%d keys of %d distinct lines", len(keys), len(lines))
+		}
 		seen := map[string]bool{}
 		var again []byte
-		for _, k := range keys {
+		for i, k := range keys {
+			if k.Raw != lines[i] {
+				t.Fatalf("key %d written %q, line %q", i, k.Raw, lines[i])
+			}
 			if k.Raw == "" || k.Key == "" || seen[k.Raw] || strings.ContainsAny(k.Raw, "\n") {
 				t.Fatalf("bad key %+v", k)
 			}
@@ -179,6 +234,20 @@ func FuzzBatchAnswerEncode(f *testing.F) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("Encode %q decodes to %+v, json.Marshal's to %+v", mine, got, want)
+		}
+	})
+}
+
+// FuzzAppendPathEscape: AppendPathEscape writes what url.PathEscape does,
+// after what dst held.
+func FuzzAppendPathEscape(f *testing.F) {
+	for _, s := range []string{"key-0000000001", "a/b c?d;e,f", "$&+:=@-_.~", "\x00\xff%\n\r", "ü€", ""} {
+		f.Add([]byte("p/"), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, dst, key []byte) {
+		got := AppendPathEscape(slices.Clip(dst), key)
+		if want := string(dst) + url.PathEscape(string(key)); string(got) != want {
+			t.Fatalf("AppendPathEscape(%q, %q) = %q, want %q", dst, key, got, want)
 		}
 	})
 }

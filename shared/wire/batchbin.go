@@ -36,6 +36,10 @@ import (
 // ContentTypeBatchBinary is the media type of the compact batch answer.
 const ContentTypeBatchBinary = "application/x-spangle-batch"
 
+// BatchAccept is the Accept header routerd sends with a batch: the
+// compact answer, JSON still acceptable.
+const BatchAccept = ContentTypeBatchBinary + ", " + ContentTypeJSON + ";q=0.5"
+
 // Kinds of a BatchEntry.
 const (
 	BatchFound   byte = 'f'
@@ -59,6 +63,9 @@ var ErrBadBatchBinary = errors.New("wire: bad compact batch answer")
 // quality above zero.
 func BatchAccepts(h http.Header) bool {
 	for _, v := range h["Accept"] {
+		if v == BatchAccept {
+			return true // routerd's, as it always writes it
+		}
 		for _, part := range strings.Split(v, ",") {
 			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 			if err != nil || mt != ContentTypeBatchBinary {

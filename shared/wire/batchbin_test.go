@@ -73,6 +73,7 @@ func TestBatchAccepts(t *testing.T) {
 		ContentTypeBatchBinary + "; q=0.000":                false,
 		"application/x-spangle-batchy":                      false,
 		"application/x-spangle-batch;;;":                    false,
+		BatchAccept:                                         true, // routerd's, on the fast path
 	} {
 		h := http.Header{}
 		if accept != "" {

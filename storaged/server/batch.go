@@ -181,11 +181,12 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 // order, each value copied once, from the block, into the answer.
 // It releases v.
 func (s *Server) serveBatchBinary(w http.ResponseWriter, r *http.Request, db string, v *versions.Version, keys []wire.BatchKey) int {
-	var scratch []byte
+	var scratch, kb []byte
 	body := wire.AppendBatchBinaryHead(make([]byte, 0, 64+len(keys)*128), v.Name, len(keys))
 	found, missing, failed, notHeld := 0, 0, 0, 0
 	for _, k := range keys {
-		val, err := v.Get(scratch[:0], []byte(k.Key))
+		kb = append(kb[:0], k.Key...) // one buffer for every key
+		val, err := v.Get(scratch[:0], kb)
 		switch {
 		case err == nil:
 			scratch = val
