@@ -66,9 +66,10 @@ func decodeBlockHandle(b []byte) (blockHandle, int) {
 	return blockHandle{off, size}, n + m
 }
 
-// sstable is one LevelDB table file opened for point lookups: its index and
-// filter stay in memory, its data blocks are read on demand through the
-// node's block cache. It is safe for concurrent use until closed.
+// sstable is one LevelDB table file opened for point lookups: its index
+// stays in memory, and its filter when lookups ask it (readFilter), its
+// data blocks are read on demand through the node's block cache or in
+// its mapping. It is safe for concurrent use until closed.
 type sstable struct {
 	f    *os.File
 	name string
@@ -106,7 +107,8 @@ type sstable struct {
 	filter filterBlock
 }
 
-// openTable opens a table file and reads its index and filter.
+// openTable opens a table file and reads its index and filter (which it
+// keeps only when lookups ask it).
 func openTable(path string, blocks *blockcache.Cache) (*sstable, error) {
 	f, err := os.Open(path)
 	if err != nil {
