@@ -19,8 +19,9 @@
 // version set or iterators. Each table keeps its index in memory, and its
 // bloom filter unless it is mapped and its blocks are plain (lookups then
 // search blocks in place and never ask it), and reads data blocks through
-// the node's block cache (package blockcache) or its mapping; a lookup whose block is cached allocates nothing. A cached
-// block carries a digest of its restart keys (digest.go), so that finding
+// the node's block cache (package blockcache) or its mapping; a lookup
+// whose block is cached allocates nothing. A cached block carries a
+// digest of its restart keys (digest.go), so that finding
 // where to scan touches the block's last cache lines rather than keys
 // across it. A block read from its file is checked against its checksum;
 // VerifyPartition (verify.go) checks every block of a partition, as a
