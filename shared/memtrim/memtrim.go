@@ -28,6 +28,10 @@ type Trimmer struct {
 	kick chan struct{} // one pending request
 	// trimmed is called after each trim (tests count them).
 	trimmed func()
+	// warned: a failure was logged at warn level; later ones go to
+	// debug (where /proc cannot be read, every trim fails alike). Only
+	// Run's goroutine uses it.
+	warned bool
 }
 
 // New returns a Trimmer; Run does its work.
@@ -73,7 +77,11 @@ func (t *Trimmer) trim() {
 	start := time.Now()
 	r, err := Trim()
 	if err != nil {
-		t.o.Log.Warn("trimming the executable's pages", zap.Error(err))
+		log := t.o.Log.Debug
+		if !t.warned {
+			log, t.warned = t.o.Log.Warn, true
+		}
+		log("trimming the executable's pages failed; the heap is trimmed still", zap.Error(err))
 	}
 	if t.trimmed != nil {
 		t.trimmed()
