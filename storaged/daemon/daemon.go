@@ -15,6 +15,7 @@ import (
 	"spangle/shared/buildinfo"
 	"spangle/shared/debugserver"
 	"spangle/shared/h1fast"
+	"spangle/shared/memtrim"
 	"spangle/shared/metrics"
 	"spangle/shared/placement"
 	"spangle/shared/source"
@@ -164,6 +165,9 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	if err := registerBlockCache(reg, blocks); err != nil {
 		return nil, err
 	}
+	// After the start and after each load: the heap's free pages and the
+	// binary's pages that serving does not use leave the RSS (memtrim).
+	trim := memtrim.New(memtrim.Options{Log: log.Named("memtrim")})
 	vopts := versions.Options{
 		Source: src, Store: st, Log: log, Registerer: reg,
 		Retention: cfg.VersionRetention, RefreshPeriod: cfg.RefreshPeriod, SettleTime: cfg.SettleTime,
@@ -177,8 +181,9 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			Build: table.BuildOptions{BlockSize: l.BlockSize, BloomBitsPerKey: bloomBits(l.BloomBitsPerKey),
 				Snappy: l.Compression == "snappy", NoSync: l.NoSync},
 		},
-		Cache:  table.CacheOptions{Blocks: blocks},
-		Repair: repair.Options{ScrubRate: cfg.ScrubRate * 1e6},
+		Cache:     table.CacheOptions{Blocks: blocks},
+		Repair:    repair.Options{ScrubRate: cfg.ScrubRate * 1e6},
+		AfterLoad: trim.Request,
 	}
 	sopts := server.Options{
 		Log: log, Registry: reg, ContentType: cfg.ContentType,
@@ -249,6 +254,11 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 	go func() {
 		defer wg.Done()
 		tlsSrc.Run(mctx) // rotation: re-reads the certificate files
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		trim.Run(mctx)
 	}()
 	go func() {
 		defer wg.Done()

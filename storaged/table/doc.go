@@ -16,10 +16,12 @@
 // Partitions are read by this package's own reader of LevelDB's files
 // (descriptor.go, sstable.go) rather than through goleveldb: the tables
 // never change, so a point lookup needs none of a database's snapshots,
-// version set or iterators. Each table keeps its index and bloom filter in
-// memory and reads data blocks through the node's block cache (package
-// blockcache); a lookup whose block is cached allocates nothing. A cached
-// block carries a digest of its restart keys (digest.go), so that finding
+// version set or iterators. Each table keeps its index in memory, and its
+// bloom filter unless it is mapped and its blocks are plain (lookups then
+// search blocks in place and never ask it), and reads data blocks through
+// the node's block cache (package blockcache) or its mapping; a lookup
+// whose block is cached allocates nothing. A cached block carries a
+// digest of its restart keys (digest.go), so that finding
 // where to scan touches the block's last cache lines rather than keys
 // across it. A block read from its file is checked against its checksum;
 // VerifyPartition (verify.go) checks every block of a partition, as a

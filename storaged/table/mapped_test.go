@@ -78,3 +78,54 @@ func TestMappedLookupAfterClose(t *testing.T) {
 		t.Fatalf("lookup after close: %v, want errClosed", err)
 	}
 }
+
+// A mapped table of plain blocks never asks its bloom filter, so it does
+// not keep it on the heap; one read through a cache, or of Snappy blocks,
+// does. Either way the filter block is checked as the table opens (the
+// scrub relies on it), and missing keys are still not found.
+func TestMappedKeepsNoFilter(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		o          BuildOptions
+		cache      bool
+		wantFilter bool
+	}{
+		{"mapped plain", BuildOptions{BlockSize: 512}, false, false},
+		{"mapped snappy", BuildOptions{BlockSize: 512, Snappy: true}, false, true},
+		{"cached plain", BuildOptions{BlockSize: 512}, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := buildPartition(t, 2000, c.o)
+			var co CacheOptions
+			if c.cache {
+				co.Blocks = blockcache.New(1 << 20)
+			}
+			p, err := OpenPartition(dir, co)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab := p.tables[0]
+			if tab.mapped == nil && runtime.GOOS == "linux" && !c.cache {
+				t.Fatal("not mapped")
+			}
+			// A file that could not be mapped is read with pread, filter and all.
+			if got := tab.filter.data != nil; got != (c.wantFilter || tab.mapped == nil) {
+				t.Fatalf("filter kept: %v, want %v", got, c.wantFilter)
+			}
+			for i := range 2000 {
+				if _, err := p.Get(nil, fmt.Appendf(nil, "key-%06dx", i)); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("missing key %d: %v, want ErrNotFound", i, err)
+				}
+			}
+			filterAt := int(tab.dataEnd()) + 1
+			p.Close()
+			flip(t, onlyTable(t, dir), filterAt)
+			if p, err := OpenPartition(dir, co); !errors.Is(err, ErrCorrupt) {
+				if err == nil {
+					p.Close()
+				}
+				t.Fatalf("opening with a bad filter block: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}

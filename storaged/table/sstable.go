@@ -66,9 +66,10 @@ func decodeBlockHandle(b []byte) (blockHandle, int) {
 	return blockHandle{off, size}, n + m
 }
 
-// sstable is one LevelDB table file opened for point lookups: its index and
-// filter stay in memory, its data blocks are read on demand through the
-// node's block cache. It is safe for concurrent use until closed.
+// sstable is one LevelDB table file opened for point lookups: its index
+// stays in memory, and its filter when lookups ask it (readFilter), its
+// data blocks are read on demand through the node's block cache or in
+// its mapping. It is safe for concurrent use until closed.
 type sstable struct {
 	f    *os.File
 	name string
@@ -106,49 +107,57 @@ type sstable struct {
 	filter filterBlock
 }
 
-// openTable opens a table file and reads its index and filter.
+// openTable opens a table file and reads its index and filter (which it
+// keeps only when lookups ask it).
 func openTable(path string, blocks *blockcache.Cache) (*sstable, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("table: %w", err)
 	}
 	t := &sstable{f: f, name: path, blocks: blocks, id: blocks.NewTableID()}
-	if err := t.readMeta(); err != nil {
+	filterBH, err := t.readMeta()
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	t.mapData()
+	if err := t.readFilter(filterBH); err != nil {
+		t.close()
+		return nil, err
+	}
 	return t, nil
 }
 
-func (t *sstable) readMeta() error {
+// readMeta reads the footer, the metaindex and the index, and returns
+// where the filter block is (size 0: none).
+func (t *sstable) readMeta() (blockHandle, error) {
 	fi, err := t.f.Stat()
 	if err != nil {
-		return fmt.Errorf("table: %w", err)
+		return blockHandle{}, fmt.Errorf("table: %w", err)
 	}
 	t.size = uint64(fi.Size())
 	if t.size < footerLen {
-		return t.corrupt(0, "file of %d bytes is shorter than a footer", t.size)
+		return blockHandle{}, t.corrupt(0, "file of %d bytes is shorter than a footer", t.size)
 	}
 	var footer [footerLen]byte
 	if _, err := t.f.ReadAt(footer[:], int64(t.size-footerLen)); err != nil {
-		return fmt.Errorf("table: reading %s: %w", t.name, err)
+		return blockHandle{}, fmt.Errorf("table: reading %s: %w", t.name, err)
 	}
 	if binary.LittleEndian.Uint64(footer[footerLen-8:]) != tableMagic {
-		return t.corrupt(t.size-footerLen, "bad magic number")
+		return blockHandle{}, t.corrupt(t.size-footerLen, "bad magic number")
 	}
 	metaBH, n := decodeBlockHandle(footer[:])
 	if n == 0 {
-		return t.corrupt(t.size-footerLen, "bad metaindex handle")
+		return blockHandle{}, t.corrupt(t.size-footerLen, "bad metaindex handle")
 	}
 	indexBH, m := decodeBlockHandle(footer[n:])
 	if m == 0 {
-		return t.corrupt(t.size-footerLen, "bad index handle")
+		return blockHandle{}, t.corrupt(t.size-footerLen, "bad index handle")
 	}
 
 	meta, err := t.readBlock(metaBH)
 	if err != nil {
-		return err
+		return blockHandle{}, err
 	}
 	var filterBH blockHandle
 	err = forEachEntry(meta, func(k, v []byte) error {
@@ -161,25 +170,12 @@ func (t *sstable) readMeta() error {
 	})
 	t.blocks.Discard(blockcache.Key{Table: t.id, Offset: metaBH.offset}, meta)
 	if err != nil {
-		return t.corrupt(metaBH.offset, "metaindex: %v", err)
-	}
-	if filterBH.size > 0 {
-		buf, err := t.readBlock(filterBH)
-		if err != nil {
-			return err
-		}
-		// The filter is kept for the table's life: on the heap, not in a
-		// buffer of the block cache's, which are reused.
-		data := bytes.Clone(buf)
-		t.blocks.Discard(blockcache.Key{Table: t.id, Offset: filterBH.offset}, buf)
-		if t.filter, err = newFilterBlock(data); err != nil {
-			return t.corrupt(filterBH.offset, "filter: %v", err)
-		}
+		return blockHandle{}, t.corrupt(metaBH.offset, "metaindex: %v", err)
 	}
 
 	index, err := t.readBlock(indexBH)
 	if err != nil {
-		return err
+		return blockHandle{}, err
 	}
 	// Writers restart the index at every entry: its restart count is its
 	// entry count, and the index's arrays are made once.
@@ -203,14 +199,55 @@ func (t *sstable) readMeta() error {
 	})
 	t.blocks.Discard(blockcache.Key{Table: t.id, Offset: indexBH.offset}, index)
 	if err != nil {
-		return t.corrupt(indexBH.offset, "index: %v", err)
+		return blockHandle{}, t.corrupt(indexBH.offset, "index: %v", err)
 	}
 	// The index is kept for the table's life: drop append's slack.
 	t.seps = bytes.Clone(t.seps)
 	if err := t.prefixIndex(); err != nil {
-		return t.corrupt(indexBH.offset, "index: %v", err)
+		return blockHandle{}, t.corrupt(indexBH.offset, "index: %v", err)
 	}
+	return filterBH, nil
+}
+
+// readFilter reads and checks the filter block at bh, if any, and keeps
+// it unless the table's lookups never ask it: a mapped table of plain
+// blocks searches the block in place, which costs what the filter's
+// probes cost (getMapped), so its filter (10 bits a key, 1.5 MB of heap
+// for 1M keys) would only take memory.
+func (t *sstable) readFilter(bh blockHandle) error {
+	if bh.size == 0 {
+		return nil
+	}
+	buf, err := t.readBlock(bh)
+	if err != nil {
+		return err
+	}
+	ck := blockcache.Key{Table: t.id, Offset: bh.offset}
+	f, err := newFilterBlock(buf)
+	if err != nil {
+		t.blocks.Discard(ck, buf)
+		return t.corrupt(bh.offset, "filter: %v", err)
+	}
+	if !t.plainMapped() {
+		// Kept for the table's life: on the heap, not in a buffer of the
+		// block cache's, which are reused.
+		f.data = bytes.Clone(buf)
+		t.filter = f
+	}
+	t.blocks.Discard(ck, buf)
 	return nil
+}
+
+// plainMapped reports whether lookups read the table's blocks in place:
+// it is mapped, and its blocks are stored plain (a writer compresses all
+// of a table's blocks or none; the first says which).
+func (t *sstable) plainMapped() bool {
+	if t.mapped == nil || len(t.handles) == 0 {
+		return false
+	}
+	var kind [1]byte
+	_, err := t.f.ReadAt(kind[:], int64(t.handles[0].offset+t.handles[0].size))
+	return err == nil && kind[0] == blockPlain
 }
 
 // prefixIndex fills sepCommon and sepPrefix from the separators, which it

@@ -11,6 +11,8 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"spangle/storaged/blockcache"
 )
 
 // What the writer builds, goleveldb reads with its own table reader and
@@ -24,7 +26,8 @@ func TestWriterReadByLevelDB(t *testing.T) {
 		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
 			const n = 3000
 			dir := buildPartition(t, n, o)
-			tab, err := openTable(onlyTable(t, dir), nil)
+			// Through a block cache, so that the filter is kept.
+			tab, err := openTable(onlyTable(t, dir), blockcache.New(1<<20))
 			if err != nil {
 				t.Fatal(err)
 			}

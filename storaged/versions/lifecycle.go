@@ -136,6 +136,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		if vs.reload {
 			m.scans.kick()
 		}
+		m.loadEnded()
 		return
 	case err != nil:
 		m.toLocked(db, vs, failed)
@@ -155,6 +156,7 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 			m.log.Warn("removing failed version", zap.Error(err))
 		}
 		m.scans.kick() // the next scan falls back on an older version
+		m.loadEnded()
 		return
 	}
 	// Activate came while it loaded, or needs not come.
@@ -213,10 +215,18 @@ func (m *Manager) load(ctx context.Context, db string, vs *vstate) {
 		}
 	}
 	m.mu.Unlock()
+	m.loadEnded()
 	if pending != nil {
 		m.makeDurable(db, vs, pending)
 	} else {
 		m.afterReuse(db, vs)
+	}
+}
+
+// loadEnded tells Options.AfterLoad that a load has ended.
+func (m *Manager) loadEnded() {
+	if f := m.opts.AfterLoad; f != nil {
+		f()
 	}
 }
 

@@ -162,6 +162,11 @@ type Options struct {
 	// ProgressEvery is how often a load under way logs its progress;
 	// default DefaultProgressEvery.
 	ProgressEvery time.Duration
+	// AfterLoad, when set, is called without the lock once each load of
+	// a version has ended (served, failed or cancelled): storaged's
+	// daemon then gives back what the load touched and serving does not
+	// use (package memtrim). It must not block.
+	AfterLoad func()
 	// Now defaults to time.Now (tests move time).
 	Now func() time.Time
 }
