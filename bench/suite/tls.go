@@ -88,12 +88,15 @@ func (b *bench) tlsRows(metric, peer string, fa, fp figures) {
 }
 
 // p99RatioRow gives a p99 row the median of the open-loop rounds' paired
-// ratios, and says so, with the ratio of the medians kept in the note.
+// ratios, and says so, with the ratio of the medians kept in the note and
+// how often the load generator collected garbage in each side's rounds
+// (its collections are in the latencies it measures).
 func p99RatioRow(r report.Row, fa figures) report.Row {
 	if fa.p99Ratio <= 0 {
 		return r
 	}
-	r.Note = fmt.Sprintf("ratio is the median of %d open-loop rounds' ratios, each pair run back to back (ratio of the medians %.2fx)", fa.rounds, r.Ratio)
+	r.Note = fmt.Sprintf("ratio is the median of %d open-loop rounds' ratios, each pair run back to back (ratio of the medians %.2fx); the load generator collected %d times in these rounds, %d in the peer's",
+		fa.rounds, r.Ratio, fa.genGCs, fa.peerGenGCs)
 	return r.WithRatio(fa.p99Ratio)
 }
 
