@@ -16,7 +16,6 @@ import (
 	"spangle/bench/peers"
 	"spangle/bench/suite"
 	"spangle/shared/cliflags"
-	"spangle/shared/gcpace"
 )
 
 func main() {
@@ -36,11 +35,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// generatorGCHeadroom is how far the generator's heap may grow past its
-// live size between collections: more than a round allocates (at 50,000
-// requests a second over TLS, some 15 MB in 3 s).
-const generatorGCHeadroom = 64 << 20
 
 func bench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("spanglebench", flag.ContinueOnError)
@@ -72,16 +66,6 @@ func bench(ctx context.Context, args []string) error {
 			*big = 0
 		}
 	}
-	// The load generator's own collections are not the servers' latency:
-	// a mark phase takes one of a small machine's CPUs from the
-	// generator's connections for a millisecond or more. Over TLS the
-	// generator allocates per record (crypto/tls's reader, about 60
-	// bytes a request) where in plaintext it allocates next to nothing,
-	// so at GOGC=100 on its few-MB heap it collected 2-4 times in a TLS
-	// round and 0-1 times in a plaintext one. With room to grow it
-	// collects about as rarely in both (and load.Run collects before
-	// each run's clock).
-	go gcpace.Run(ctx, generatorGCHeadroom, gcpace.DefaultFloor, time.Second)
 	zc := zap.NewDevelopmentConfig()
 	zc.EncoderConfig.EncodeTime = zapcore.TimeEncoderOfLayout(time.TimeOnly)
 	zc.DisableStacktrace = true
