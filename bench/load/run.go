@@ -103,12 +103,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		workers[i].c.check = o.Check
 	}
 	connect(workers)
-	// The handshakes' garbage (about 70 KB each over TLS, mutual and with ML-KEM) is collected
-	// now, before the clock, as the handshakes were made before it:
-	// otherwise the generator's collector would run in the measured part
-	// of a TLS run and not of a plaintext one, and its mark phase, which
-	// takes one of this machine's two CPUs, would count as the server's
-	// latency.
+	// The handshakes' garbage (about 70 KB each, mutual TLS with ML-KEM)
+	// is collected now, before the clock, as the handshakes were made
+	// before it: otherwise the generator's collector would run in the
+	// measured part of a TLS run and not of a plaintext one, and its mark
+	// phase, which takes one of a small machine's CPUs, would count as
+	// the server's latency.
 	runtime.GC()
 	gcs := collections()
 	start := time.Now()
