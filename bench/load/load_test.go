@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -128,5 +130,26 @@ func TestOpenLoopCountsStallsFromTheDueTime(t *testing.T) {
 func TestRunNeedsAddrAndPath(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Addr: "127.0.0.1:1"}); err == nil {
 		t.Fatal("Run without Path succeeded")
+	}
+}
+
+// TestCountsCollections: a run says how often the generator collected
+// garbage while it ran.
+func TestCountsCollections(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("0123456789"))
+	}))
+	defer srv.Close()
+	garbage := func([]byte) error {
+		runtime.KeepAlive(make([]byte, 1<<20)) // too large for the stack
+		return nil
+	}
+	res, err := Run(context.Background(), Options{Addr: strings.TrimPrefix(srv.URL, "http://"), Path: fixed("/db/k"), Conns: 2,
+		Duration: 200 * time.Millisecond, Check: garbage})
+	if err != nil || res.Requests < 10 || res.Errors != 0 {
+		t.Fatalf("%d requests, %d errors (%s), %v", res.Requests, res.Errors, res.FirstError, err)
+	}
+	if res.Collections == 0 {
+		t.Fatalf("%d requests of 1 MB of garbage each, and no collection counted", res.Requests)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -67,4 +70,49 @@ func TestHandshakesBeforeTheClock(t *testing.T) {
 	if worst := res.Latencies[len(res.Latencies)-1]; worst >= handshake/2 {
 		t.Fatalf("slowest request %v: the handshakes were inside the measured schedule", worst)
 	}
+}
+
+// TestCollectsBeforeTheClock: the garbage of the handshakes is collected
+// after the last handshake and before the first request, so that the
+// generator's collector does not run in a TLS run's measured part for
+// garbage a plaintext run does not make.
+func TestCollectsBeforeTheClock(t *testing.T) {
+	var mu sync.Mutex
+	lastHandshake, firstRequest := uint64(0), uint64(math.MaxUint64)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := forcedCollections()
+		mu.Lock()
+		firstRequest = min(firstRequest, n)
+		mu.Unlock()
+		w.Write([]byte("0123456789"))
+	}))
+	srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		n := forcedCollections()
+		mu.Lock()
+		lastHandshake = max(lastHandshake, n)
+		mu.Unlock()
+		return nil, nil
+	}}
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	res, err := Run(context.Background(), Options{Addr: addr, Path: fixed("/db/k"), Conns: 4, Duration: 100 * time.Millisecond,
+		Rate: 200, TLS: &tls.Config{RootCAs: pool}})
+	if err != nil || res.Requests == 0 || res.Errors != 0 {
+		t.Fatalf("%d requests, %d errors (%s), %v", res.Requests, res.Errors, res.FirstError, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstRequest <= lastHandshake {
+		t.Fatalf("forced collections: %d at the last handshake, %d at the first request: none between them", lastHandshake, firstRequest)
+	}
+}
+
+// forcedCollections counts the collections runtime.GC started.
+func forcedCollections() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -35,8 +35,11 @@ type figures struct {
 	openGot  float64 // achieved open-loop rate, req/s
 	op50     float64 // open loop, ms
 	op99     float64
-	errors   int64
-	firstErr string
+	// genGCs and peerGenGCs are the load generator's own collections
+	// in a's open rounds and in the peer's (a's figures only).
+	genGCs, peerGenGCs uint64
+	errors             int64
+	firstErr           string
 }
 
 func (f figures) errNote() string {
@@ -131,6 +134,7 @@ func (b *bench) compareRounds(ctx context.Context, a, peer contender, path load.
 	half := fa.rate / 2
 	var oa, op acc
 	var gotA, gotP, p99Ratios []float64
+	var gcA, gcP uint64
 	for r := 0; r < openRounds; r++ {
 		var a99, p99 float64
 		for _, c := range order(r) {
@@ -140,12 +144,15 @@ func (b *bench) compareRounds(ctx context.Context, a, peer contender, path load.
 			}
 			b.log.Info("open round", zap.String("server", c.name), zap.Int("round", r), zap.Float64("offered", half),
 				zap.Float64("req/s", res.Rate()), zap.Duration("p50", stats.Percentile(res.Latencies, 0.5)),
-				zap.Duration("p99", stats.Percentile(res.Latencies, 0.99)), zap.Int64("errors", res.Errors))
+				zap.Duration("p99", stats.Percentile(res.Latencies, 0.99)), zap.Int64("errors", res.Errors),
+				zap.Uint64("generator GCs", res.Collections))
 			if c == a {
+				gcA += res.Collections
 				add(&oa, res)
 				gotA = append(gotA, res.Rate())
 				a99 = oa.p99s[len(oa.p99s)-1]
 			} else {
+				gcP += res.Collections
 				add(&op, res)
 				gotP = append(gotP, res.Rate())
 				p99 = op.p99s[len(op.p99s)-1]
@@ -156,6 +163,7 @@ func (b *bench) compareRounds(ctx context.Context, a, peer contender, path load.
 		}
 	}
 	fa.p99Ratio, fa.rounds, fp.rounds = stats.Median(p99Ratios), openRounds, openRounds
+	fa.genGCs, fa.peerGenGCs = gcA, gcP
 	fa.openRate, fa.openGot, fa.op50, fa.op99 = half, stats.Median(gotA), stats.Median(oa.p50s), stats.Median(oa.p99s)
 	fp.openRate, fp.openGot, fp.op50, fp.op99 = half, stats.Median(gotP), stats.Median(op.p50s), stats.Median(op.p99s)
 	fa.errors += oa.errors

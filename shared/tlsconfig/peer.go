@@ -13,6 +13,12 @@ import (
 // counted. With verify_if_given, a certificate given must pass the same
 // check, while a client without one still passes: the migration step
 // before require. A nil Source lets every request through.
+//
+// It reads Request.TLS, which net/http sets for a *tls.Conn and for a
+// connection with a ConnectionState method: a server loop of our own
+// that hands net/http a TLS connection wrapped (with bytes it read) must
+// keep that method, or the connection passes for plaintext
+// (TestPeerOnlyWrappedTLS).
 func (s *Source) PeerOnly(next http.Handler) http.Handler {
 	if s == nil {
 		return next
