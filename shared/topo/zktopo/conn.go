@@ -84,8 +84,15 @@ type Conn struct {
 	syncKick  chan struct{} // cap 1: a session is up: publish again
 	sem       chan struct{} // cap 1: held by the write in flight
 	up        atomic.Bool   // a session was up at the last state event
-	authed    atomic.Bool   // no Auth, or the client holds it (AddAuth succeeded)
-	denied    denials       // ACL refusals, said once, tried again later
+	// settled: the session of the last state event is up and the client
+	// has had resyncDelay to re-arm its watches (see resyncDelay);
+	// sessionSeq counts session-up events, so that a late timer of an
+	// earlier session does not settle a later one.
+	settled    atomic.Bool
+	sessionSeq atomic.Uint64
+	everUp     atomic.Bool // a session was ever up on this Conn
+	authed     atomic.Bool // no Auth, or the client holds it (AddAuth succeeded)
+	denied     denials     // ACL refusals, said once, tried again later
 
 	evMu      sync.Mutex
 	dirty     map[string]bool // guarded by evMu; paths to list again
@@ -234,14 +241,19 @@ func (z *zkLogger) Printf(format string, args ...any) {
 	z.l.Infof(format, args...)
 }
 
-// resyncDelay is how long after a session comes up the Conn waits before
-// listing and publishing again. The ZooKeeper client (go-zookeeper
-// v1.0.4) re-arms its watches right after this event, reading the last
-// zxid it saw without a lock while its receive loop may be writing it for
-// the answer to a request of ours: a data race that go test -race
-// reports (go-zookeeper/zk#35; v1.0.4 is the newest release). Its
-// re-arming takes microseconds; our first requests wait for it to end.
-const resyncDelay = 50 * time.Millisecond
+// resyncDelay is how long after a session comes up again the Conn waits
+// before sending any request. The ZooKeeper client (go-zookeeper v1.0.4)
+// re-arms its watches right after this event, reading the last zxid it
+// saw without a lock while its receive loop may be writing it for the
+// answer to a request of ours: a data race that go test -race reports
+// (go-zookeeper/zk#35; v1.0.4 is the newest release). Its re-arming
+// takes microseconds; until resyncDelay has passed, Connected says no,
+// so no request of ours (a listing, a retry, a publish) is in flight
+// while it runs. The first session of a Conn has no watches to re-arm
+// and is usable at once. 100 ms leaves room for a loaded machine: a
+// CI run at load average 18 saw the race with 50 ms, from a listing
+// retried as the session came back.
+const resyncDelay = 100 * time.Millisecond
 
 // onEvent receives every event of the ZooKeeper client, in its own
 // goroutines: it must not block.
@@ -256,10 +268,21 @@ func (c *Conn) onEvent(ev zk.Event) {
 			c.evMu.Lock()
 			c.resyncAll = true
 			c.evMu.Unlock()
+			seq := c.sessionSeq.Add(1)
+			if !c.everUp.Swap(true) {
+				c.settled.Store(true)
+			}
 			time.AfterFunc(resyncDelay, func() {
+				if c.sessionSeq.Load() == seq && c.up.Load() {
+					c.settled.Store(true)
+				}
 				kick(c.watchKick)
 				kick(c.syncKick)
 			})
+		case zk.StateDisconnected, zk.StateExpired:
+			c.settled.Store(false)
+		}
+		switch ev.State {
 		case zk.StateExpired:
 			c.log.Warn("zktopo: session expired; a new one will publish everything again")
 		case zk.StateDisconnected:
@@ -327,14 +350,15 @@ func (c closedContext) Err() error {
 func (closedContext) Value(any) any { return nil }
 
 // Connected reports whether a session is up now, authenticated when
-// Options.Auth is set.
+// Options.Auth is set, and settled: a session that came back is usable
+// resyncDelay after it did.
 func (c *Conn) Connected() bool {
 	select {
 	case <-c.closed:
 		return false
 	default:
 	}
-	return c.authed.Load() && c.zk.State() == zk.StateHasSession
+	return c.authed.Load() && c.settled.Load() && c.zk.State() == zk.StateHasSession
 }
 
 // WaitConnected blocks until a session is up, ctx ends (its error) or
