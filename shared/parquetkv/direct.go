@@ -408,21 +408,21 @@ func (c *directColumn) appendItem(dst []byte, k int) []byte {
 	case dkBool:
 		return strconv.AppendBool(dst, c.b[k])
 	case dkInt8:
-		return strconv.AppendInt(dst, int64(int8(c.int(k))), 10)
+		return appendInt(dst, int64(int8(c.int(k))))
 	case dkInt16:
-		return strconv.AppendInt(dst, int64(int16(c.int(k))), 10)
+		return appendInt(dst, int64(int16(c.int(k))))
 	case dkInt32:
-		return strconv.AppendInt(dst, int64(c.i32[k]), 10)
+		return appendInt(dst, int64(c.i32[k]))
 	case dkInt64:
-		return strconv.AppendInt(dst, c.i64[k], 10)
+		return appendInt(dst, c.i64[k])
 	case dkUint8:
-		return strconv.AppendUint(dst, uint64(uint8(c.int(k))), 10)
+		return appendUint(dst, uint64(uint8(c.int(k))))
 	case dkUint16:
-		return strconv.AppendUint(dst, uint64(uint16(c.int(k))), 10)
+		return appendUint(dst, uint64(uint16(c.int(k))))
 	case dkUint32:
-		return strconv.AppendUint(dst, uint64(uint32(c.int(k))), 10)
+		return appendUint(dst, uint64(uint32(c.int(k))))
 	case dkUint64:
-		return strconv.AppendUint(dst, uint64(c.int(k)), 10)
+		return appendUint(dst, uint64(c.int(k)))
 	case dkFloat32:
 		return appendFloat(dst, float64(c.f32[k]), 32)
 	case dkFloat64:
