@@ -170,7 +170,7 @@ func appendDecimal(dst []byte, d uint64, e int) []byte {
 		d /= 10
 		e++
 	}
-	var buf [24]byte
+	var buf [digitsBuf]byte
 	i := putDigits(&buf, d)
 	digs := buf[i:]
 	nd := len(digs)
@@ -215,33 +215,42 @@ func appendDecimal(dst []byte, d uint64, e int) []byte {
 }
 
 // putDigits writes v's decimal digits right-aligned in buf and returns
-// where they start: eight at a time in four independent pairs (a chain
-// of divisions by 10 is a chain of dependent multiplies), then the
-// leading ones.
-func putDigits(buf *[24]byte, v uint64) int {
-	i := len(buf)
-	for v >= 1e8 {
-		lo := uint32(v % 1e8)
+// where they start: the low sixteen eight at a time, each in four
+// independent pairs (a chain of divisions by 10 is a chain of dependent
+// multiplies), then the leading ones by pairs. The indexes are masked
+// so that the compiler drops their bounds checks.
+func putDigits(buf *[digitsBuf]byte, v uint64) int {
+	i := digitsBuf
+	if v >= 1e8 {
+		put8((*[8]byte)(buf[digitsBuf-8:]), uint32(v%1e8))
 		v /= 1e8
 		i -= 8
-		put8(buf[i:i+8], lo)
+		if v >= 1e8 {
+			put8((*[8]byte)(buf[digitsBuf-16:digitsBuf-8]), uint32(v%1e8))
+			v /= 1e8
+			i -= 8
+		}
 	}
 	w := uint32(v)
 	for w >= 100 {
 		p := w % 100 * 2
 		w /= 100
 		i -= 2
-		buf[i], buf[i+1] = digitPairs[p], digitPairs[p+1]
+		buf[i&(digitsBuf-1)], buf[(i+1)&(digitsBuf-1)] = digitPairs[p], digitPairs[p+1]
 	}
 	if w >= 10 {
 		i -= 2
-		buf[i], buf[i+1] = digitPairs[w*2], digitPairs[w*2+1]
+		buf[i&(digitsBuf-1)], buf[(i+1)&(digitsBuf-1)] = digitPairs[w*2], digitPairs[w*2+1]
 	} else {
 		i--
-		buf[i] = byte('0' + w)
+		buf[i&(digitsBuf-1)] = byte('0' + w)
 	}
 	return i
 }
+
+// digitsBuf is the size of putDigits' buffer: a power of two above the
+// 20 digits of the largest uint64.
+const digitsBuf = 32
 
 // appendUint appends v in decimal, as strconv.AppendUint(dst, v, 10).
 func appendUint(dst []byte, v uint64) []byte {
@@ -251,7 +260,7 @@ func appendUint(dst []byte, v uint64) []byte {
 		}
 		return append(dst, digitPairs[v*2], digitPairs[v*2+1])
 	}
-	var buf [24]byte
+	var buf [digitsBuf]byte
 	i := putDigits(&buf, v)
 	return append(dst, buf[i:]...)
 }
@@ -267,8 +276,7 @@ func appendInt(dst []byte, v int64) []byte {
 }
 
 // put8 writes v < 10^8 as eight digits.
-func put8(b []byte, v uint32) {
-	_ = b[7]
+func put8(b *[8]byte, v uint32) {
 	hi, lo := v/10000, v%10000
 	a, bb, c, d := hi/100*2, hi%100*2, lo/100*2, lo%100*2
 	b[0], b[1] = digitPairs[a], digitPairs[a+1]

@@ -286,7 +286,7 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 	if frac != 0 {
 		// frac's width digits, zero-padded: those of 10^width + frac
 		// but the leading 1.
-		var fb [24]byte
+		var fb [digitsBuf]byte
 		putDigits(&fb, uint64(frac)+fracPad[width])
 		digs := fb[len(fb)-width:]
 		for digs[width-1] == '0' {
