@@ -296,22 +296,27 @@ func (c *directColumn) fill() error {
 	return nil
 }
 
-// advance moves a flat column to its next row.
-func (c *directColumn) advance() error {
-	if c.pos == c.n {
-		if err := c.fill(); err != nil {
-			return err
-		}
+// refill decodes the next levels and values, then steps to the next
+// row; a flat column steps, or refills at its page's end, once a row
+// (Reader.Next, where step is inlined).
+func (c *directColumn) refill() error {
+	if err := c.fill(); err != nil {
+		return err
 	}
+	c.step()
+	return nil
+}
+
+// step moves to the next row of the decoded levels.
+func (c *directColumn) step() {
 	p := c.pos
 	c.pos++
 	if c.maxDef > 0 && c.defs[p] < c.maxDef {
 		c.cur = -1
-		return nil
+		return
 	}
 	c.cur = c.vpos
 	c.vpos++
-	return nil
 }
 
 // finish checks the column ended with its row group.
