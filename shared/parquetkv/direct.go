@@ -296,22 +296,27 @@ func (c *directColumn) fill() error {
 	return nil
 }
 
-// advance moves a flat column to its next row.
-func (c *directColumn) advance() error {
-	if c.pos == c.n {
-		if err := c.fill(); err != nil {
-			return err
-		}
+// refill decodes the next levels and values, then steps to the next
+// row; a flat column steps, or refills at its page's end, once a row
+// (Reader.Next, where step is inlined).
+func (c *directColumn) refill() error {
+	if err := c.fill(); err != nil {
+		return err
 	}
+	c.step()
+	return nil
+}
+
+// step moves to the next row of the decoded levels.
+func (c *directColumn) step() {
 	p := c.pos
 	c.pos++
 	if c.maxDef > 0 && c.defs[p] < c.maxDef {
 		c.cur = -1
-		return nil
+		return
 	}
 	c.cur = c.vpos
 	c.vpos++
-	return nil
 }
 
 // finish checks the column ended with its row group.
@@ -408,21 +413,21 @@ func (c *directColumn) appendItem(dst []byte, k int) []byte {
 	case dkBool:
 		return strconv.AppendBool(dst, c.b[k])
 	case dkInt8:
-		return strconv.AppendInt(dst, int64(int8(c.int(k))), 10)
+		return appendInt(dst, int64(int8(c.int(k))))
 	case dkInt16:
-		return strconv.AppendInt(dst, int64(int16(c.int(k))), 10)
+		return appendInt(dst, int64(int16(c.int(k))))
 	case dkInt32:
-		return strconv.AppendInt(dst, int64(c.i32[k]), 10)
+		return appendInt(dst, int64(c.i32[k]))
 	case dkInt64:
-		return strconv.AppendInt(dst, c.i64[k], 10)
+		return appendInt(dst, c.i64[k])
 	case dkUint8:
-		return strconv.AppendUint(dst, uint64(uint8(c.int(k))), 10)
+		return appendUint(dst, uint64(uint8(c.int(k))))
 	case dkUint16:
-		return strconv.AppendUint(dst, uint64(uint16(c.int(k))), 10)
+		return appendUint(dst, uint64(uint16(c.int(k))))
 	case dkUint32:
-		return strconv.AppendUint(dst, uint64(uint32(c.int(k))), 10)
+		return appendUint(dst, uint64(uint32(c.int(k))))
 	case dkUint64:
-		return strconv.AppendUint(dst, uint64(c.int(k)), 10)
+		return appendUint(dst, uint64(c.int(k)))
 	case dkFloat32:
 		return appendFloat(dst, float64(c.f32[k]), 32)
 	case dkFloat64:

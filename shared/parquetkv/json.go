@@ -146,7 +146,7 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 			return b
 		}
 	}
-	return strconv.AppendFloat(dst, f, 'g', -1, bits)
+	return appendShortest(dst, f, bits)
 }
 
 // shortScale is 10^shortDecimals: appendShortDecimal prints floats with
@@ -178,16 +178,12 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 	if f < 0 {
 		dst = append(dst, '-')
 	}
-	dst = strconv.AppendUint(dst, n/uint64(shortScale), 10)
+	dst = appendUint(dst, n/uint64(shortScale))
 	frac := n % uint64(shortScale)
 	if frac == 0 {
 		return dst, true
 	}
-	var d [shortDecimals]byte
-	for i := shortDecimals - 1; i >= 0; i-- {
-		d[i] = byte('0' + frac%10)
-		frac /= 10
-	}
+	d := [shortDecimals]byte{digitPairs[frac/100*2], digitPairs[frac/100*2+1], digitPairs[frac%100*2], digitPairs[frac%100*2+1]}
 	end := shortDecimals
 	for d[end-1] == '0' {
 		end--
@@ -288,29 +284,35 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 	put2(b[18:20], hms%60)
 	n := 20
 	if frac != 0 {
-		for frac%10 == 0 {
-			frac /= 10
+		// frac's width digits, zero-padded: those of 10^width + frac
+		// but the leading 1.
+		var fb [digitsBuf]byte
+		putDigits(&fb, uint64(frac)+fracPad[width])
+		digs := fb[len(fb)-width:]
+		for digs[width-1] == '0' {
 			width--
 		}
 		b[n] = '.'
-		for i := width; i > 0; i-- {
-			b[n+i] = byte('0' + frac%10)
-			frac /= 10
-		}
-		n += 1 + width
+		n += 1 + copy(b[n+1:], digs[:width])
 	}
 	b[n], b[n+1] = 'Z', '"'
 	return append(dst, b[:n+2]...)
 }
 
+// fracPad[w] is 10^w, for the widths of a timestamp's fraction.
+var fracPad = [10]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// put2 writes v < 100 as two digits.
 func put2(b []byte, v int) {
 	_ = b[1]
-	b[0], b[1] = byte('0'+v/10), byte('0'+v%10)
+	b[0], b[1] = digitPairs[v*2], digitPairs[v*2+1]
 }
 
+// put4 writes v < 10000 as four digits.
 func put4(b []byte, v int) {
 	_ = b[3]
-	b[0], b[1], b[2], b[3] = byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10)
+	hi, lo := v/100*2, v%100*2
+	b[0], b[1], b[2], b[3] = digitPairs[hi], digitPairs[hi+1], digitPairs[lo], digitPairs[lo+1]
 }
 
 // civil returns the proleptic Gregorian date of a day number counted

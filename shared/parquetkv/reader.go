@@ -210,7 +210,9 @@ func (r *Reader) Next() (ok bool) {
 		return false
 	}
 	for _, d := range r.plan.flat {
-		if err := d.advance(); err != nil {
+		if d.pos < d.n {
+			d.step()
+		} else if err := d.refill(); err != nil {
 			return fail(err)
 		}
 	}
