@@ -137,8 +137,16 @@ func TestUnhealthyNextToHealthy(t *testing.T) {
 	if _, err := h.m.Acquire("baby-names-bad", ""); !errors.Is(err, ErrNoDB) {
 		t.Fatalf("bad db: %v", err)
 	}
-	if list, _ := h.store.List(); len(list["baby-names-bad"]) != 0 {
-		t.Fatalf("failed version left on disk: %v", list)
+	// The failure is published before its files are removed (the
+	// removal runs outside the manager's lock), so give it a moment.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		list, _ := h.store.List()
+		if len(list["baby-names-bad"]) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("failed version left on disk: %v", list)
+		}
 	}
 }
 
