@@ -190,7 +190,8 @@ type tally struct {
 // slice). If it is still running when its stage ends, the rest of the
 // lookup (hedges, failover, the deadline) goes on in a goroutine of its
 // own, exactly as it would have here, and cancels the first attempt when
-// it is decided.
+// it is decided. The first attempt's connection is woken then through
+// its context, an inlineCtx (inline.go), without context.AfterFunc.
 func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	if len(req.Replicas) == 0 {
 		return nil, ErrNoReplica
@@ -204,6 +205,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	l.ctx, l.cancel = ctx, cancel
+	l.inline.Context = ctx
 	l.cands = l.candBuf[:0]
 	for _, a := range req.Replicas {
 		l.cands = append(l.cands, p.opts.Health.Node(a))
@@ -216,8 +218,9 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		defer l.escalated.Done()
 		l.resp, l.err = l.run()
 		l.cancel(nil) // the first attempt, if it still runs, lost
+		l.inline.interrupt()
 	})
-	p.attempt(ctx, n, call, req, false, l.timeout, l.stage, l.results)
+	p.attempt(&l.inline, n, call, req, false, l.timeout, l.stage, l.results)
 	if escalate.Stop() {
 		// Over within its stage: its result waits in results. An
 		// answer is returned as it is, without run's timer and select.
@@ -244,6 +247,7 @@ type lookup struct {
 	begin          time.Time
 	timeout, stage time.Duration
 	results        chan result
+	inline         inlineCtx      // the first attempt's context
 	cands          []*health.Node // not yet tried
 	pending        []*health.Call // attempts not yet reported
 	candBuf        [8]*health.Node
@@ -338,6 +342,7 @@ func (l *lookup) run() (*Response, error) {
 					settling = true
 				default:
 					l.cancel(errTimedOut)
+					l.inline.interrupt()
 					return nil, ErrTimeout
 				}
 			}
