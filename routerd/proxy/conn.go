@@ -317,7 +317,7 @@ func (c *upConn) roundTrip(ctx context.Context, addr, path, version string, body
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, err
 	}
-	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(aLongTimeAgo) })
+	stop := watch(ctx, c.c)
 	defer func() {
 		if !stop() {
 			// ctx ended meanwhile: the deadline may be set, so the

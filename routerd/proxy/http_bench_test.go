@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"spangle/routerd/health"
 	"spangle/shared/tlsconfig"
 	"spangle/shared/tlstest"
 )
@@ -61,4 +64,69 @@ func BenchmarkHTTPUpstreamGet(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkDoHTTP is one lookup through Proxy.Do and HTTPUpstream, from a
+// context that can be cancelled (as a server's request context), to a
+// node in this process that answers every request with the same bytes at
+// once: routerd's side of an uncached GET's upstream hop, with its
+// socket work, and little of the node's.
+func BenchmarkDoHTTP(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	answer := []byte("HTTP/1.1 200 OK\r\nX-Sequins-Version: v1\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\n" + strings.Repeat("v", 100))
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4<<10)
+				n := 0
+				for {
+					m, err := c.Read(buf[n:])
+					if err != nil {
+						return
+					}
+					n += m
+					for {
+						i := bytes.Index(buf[:n], []byte("\r\n\r\n"))
+						if i < 0 {
+							break
+						}
+						if _, err := c.Write(answer); err != nil {
+							return
+						}
+						n = copy(buf, buf[i+4:n])
+					}
+				}
+			}()
+		}
+	}()
+	u := NewHTTPUpstream(HTTPOptions{})
+	defer u.Close()
+	// A long timeout: a loaded machine stalls a lookup past the default.
+	p, err := New(Options{Upstream: u, Health: health.New(health.Options{}), Timeout: 10 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := &Request{DB: "db", Version: "v1", Key: []byte("some-key"), Replicas: []string{l.Addr().String()}}
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := p.Do(ctx, req)
+			if err != nil || resp.Status != 200 {
+				b.Fatalf("%v %+v", err, resp)
+			}
+		}
+	})
 }

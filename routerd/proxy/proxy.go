@@ -119,6 +119,8 @@ type Options struct {
 // Proxy sends lookups to replicas. It is safe for concurrent use.
 type Proxy struct {
 	opts Options
+	// lookups holds *lookup values for reuse (newLookup).
+	lookups sync.Pool
 }
 
 // New returns a Proxy.
@@ -190,13 +192,14 @@ type tally struct {
 // slice). If it is still running when its stage ends, the rest of the
 // lookup (hedges, failover, the deadline) goes on in a goroutine of its
 // own, exactly as it would have here, and cancels the first attempt when
-// it is decided.
+// it is decided. The first attempt's connection is woken then through
+// its context, an inlineCtx (inline.go), without context.AfterFunc.
 func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	if len(req.Replicas) == 0 {
 		return nil, ErrNoReplica
 	}
 	p.opts.Budget.Request()
-	l := &lookup{p: p, req: req, begin: time.Now()}
+	l := p.newLookup(req)
 	l.timeout, l.stage = p.times(req)
 	// Cancelling ctx cancels every attempt still running; each sends to
 	// results, which has room for all of them, so none blocks. The cause
@@ -204,27 +207,29 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	l.ctx, l.cancel = ctx, cancel
+	l.inline.Context = ctx
 	l.cands = l.candBuf[:0]
 	for _, a := range req.Replicas {
 		l.cands = append(l.cands, p.opts.Health.Node(a))
 	}
-	l.results = make(chan result, len(l.cands))
+	if len(l.cands) > cap(l.results) {
+		l.results = make(chan result, len(l.cands))
+	}
 	l.pending = l.pendBuf[:0]
 	n, call := l.take()
 	l.escalated.Add(1)
-	escalate := time.AfterFunc(l.stage, func() {
-		defer l.escalated.Done()
-		l.resp, l.err = l.run()
-		l.cancel(nil) // the first attempt, if it still runs, lost
-	})
-	p.attempt(ctx, n, call, req, false, l.timeout, l.stage, l.results)
-	if escalate.Stop() {
+	l.escalate.Reset(l.stage)
+	p.attempt(&l.inline, n, call, req, false, l.timeout, l.stage, l.results)
+	if l.escalate.Stop() {
+		l.escalated.Done()
 		// Over within its stage: its result waits in results. An
 		// answer is returned as it is, without run's timer and select.
 		r := <-l.results
 		if r.err == nil && (r.resp.Status == http.StatusOK || r.resp.Status == http.StatusNotFound) {
-			l.pending = l.pending[:0]
 			r.resp.Addr = r.addr
+			// Nothing refers to l any more: no other attempt was
+			// started, the escalation never ran.
+			p.reuse(l)
 			return r.resp, nil
 		}
 		l.results <- r
@@ -234,8 +239,43 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	return l.resp, l.err
 }
 
+// newLookup returns a lookup of req: one a Do that ended with its first
+// attempt gave back, else a new one. Reusing them saves the lookup, its
+// results channel and its escalation timer (five allocations) per GET.
+func (p *Proxy) newLookup(req *Request) *lookup {
+	l, _ := p.lookups.Get().(*lookup)
+	if l == nil {
+		l = &lookup{p: p, results: make(chan result, len(l.candBuf))}
+		l.escalate = time.AfterFunc(time.Hour, l.escalation)
+		l.escalate.Stop()
+	}
+	l.req, l.begin = req, time.Now()
+	return l
+}
+
+// reuse gives back l, which nothing refers to any more: the lookup ended
+// with its first attempt within its stage, and its result was taken.
+func (p *Proxy) reuse(l *lookup) {
+	l.req, l.ctx, l.cancel, l.inline.Context = nil, nil, nil, nil
+	clear(l.candBuf[:])
+	clear(l.pendBuf[:])
+	l.cands, l.pending = nil, nil
+	p.lookups.Put(l)
+}
+
+// escalation is what the lookup's timer runs when the first attempt
+// outlives its stage: the rest of the lookup, on the timer's goroutine.
+func (l *lookup) escalation() {
+	defer l.escalated.Done()
+	l.resp, l.err = l.run()
+	l.cancel(nil) // the first attempt, if it still runs, lost
+	l.inline.interrupt()
+}
+
 // lookup is the state of one Do once its first attempt started; run
-// owns it.
+// owns it. A lookup that ended with its first attempt is reused
+// (newLookup); one that went further never is: its attempts and timer
+// may still refer to it.
 type lookup struct {
 	p              *Proxy
 	req            *Request
@@ -244,6 +284,8 @@ type lookup struct {
 	begin          time.Time
 	timeout, stage time.Duration
 	results        chan result
+	inline         inlineCtx      // the first attempt's context
+	escalate       *time.Timer    // runs escalation at the end of the first stage
 	cands          []*health.Node // not yet tried
 	pending        []*health.Call // attempts not yet reported
 	candBuf        [8]*health.Node
@@ -338,6 +380,7 @@ func (l *lookup) run() (*Response, error) {
 					settling = true
 				default:
 					l.cancel(errTimedOut)
+					l.inline.interrupt()
 					return nil, ErrTimeout
 				}
 			}

@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"spangle/routerd/health"
+)
+
+// The first attempt runs on Do's goroutine and waits on its connection
+// without context.AfterFunc (inline.go): when the lookup gives up on it
+// (another replica answered, the deadline passed, the caller left), the
+// connection is still woken, so Do returns then and not when the slow
+// node answers, and the connection is drained and kept.
+func TestInlineAttemptInterrupted(t *testing.T) {
+	const slowFor = 600 * time.Millisecond
+	var slowStarted atomic.Int64
+	slowAddr, slowConns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/db/warm" {
+			slowStarted.Add(1)
+			time.Sleep(slowFor)
+		}
+		w.Header().Set("X-Sequins-Version", "v1")
+		w.Write([]byte("slow"))
+	}), nil)
+	fastAddr, _ := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Sequins-Version", "v1")
+		w.Write([]byte("fast"))
+	}), nil)
+	u := NewHTTPUpstream(HTTPOptions{})
+	defer u.Close()
+	newP := func() *Proxy {
+		p, err := New(Options{Upstream: u, Health: health.New(health.Options{}),
+			Timeout: 150 * time.Millisecond, StageTimeout: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// One connection to the slow node, made first.
+	if _, err := u.Get(context.Background(), slowAddr, &Request{DB: "db", Version: "v1", Key: []byte("warm")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for u.gets.idleCount(slowAddr) == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if u.gets.idleCount(slowAddr) == 0 {
+			t.Fatal("the interrupted attempt's connection was not kept")
+		}
+	}
+	cases := []struct {
+		name     string
+		replicas []string
+		cancelAt time.Duration // the caller leaves then; 0: stays
+		wantErr  error
+	}{
+		{"hedge wins", []string{slowAddr, fastAddr}, 0, nil},
+		{"deadline", []string{slowAddr}, 0, ErrTimeout},
+		{"caller leaves", []string{slowAddr}, 5 * time.Millisecond, context.Canceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newP()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.cancelAt > 0 {
+				time.AfterFunc(c.cancelAt, cancel)
+			}
+			before := slowStarted.Load()
+			req := &Request{DB: "db", Version: "v1", Key: []byte("k"), Replicas: c.replicas}
+			// The slow node must be the first attempt: health.Pick
+			// prefers the node with fewer outstanding calls, then the
+			// lower latency, which both nodes start without.
+			start := time.Now()
+			resp, err := p.Do(ctx, req)
+			took := time.Since(start)
+			if slowStarted.Load() == before {
+				t.Skip("the fast node was tried first")
+			}
+			if took >= slowFor {
+				t.Fatalf("Do took %v: it waited for the slow node's answer", took)
+			}
+			switch {
+			case c.wantErr == nil && (err != nil || string(resp.Body) != "fast"):
+				t.Fatalf("Do: %v %+v, want the fast node's answer", err, resp)
+			case c.wantErr != nil && !errors.Is(err, c.wantErr):
+				t.Fatalf("Do: %v, want %v", err, c.wantErr)
+			}
+			waitIdle()
+		})
+	}
+	if n := slowConns.Load(); n != 1 {
+		t.Fatalf("%d connections to the slow node, want the one kept throughout", n)
+	}
+}
+
+// Lookups are reused (newLookup) only when they ended with their first
+// attempt; many at once, some escalating (a slow first replica, a hedge
+// whose loser answers late, a failover), some not, each get their own
+// key's answer.
+func TestReusedLookupsKeepApart(t *testing.T) {
+	echo := func(ctx context.Context, req *Request) (*Response, error) {
+		return &Response{Status: 200, Body: append([]byte(nil), req.Key...), Version: req.Version}, nil
+	}
+	node := func(fails bool) behaviour {
+		return func(ctx context.Context, req *Request) (*Response, error) {
+			switch {
+			case req.Key[0]%3 == 0:
+				time.Sleep(time.Duration(req.Key[2]%8) * time.Millisecond) // answers even when cancelled
+			case req.Key[0]%3 == 1 && fails:
+				return nil, errors.New("script: failed")
+			}
+			return echo(ctx, req)
+		}
+	}
+	s := &script{nodes: map[string]behaviour{"a": node(true), "b": node(false)}}
+	p, _ := newProxyTimes(t, s, NewBudget(1, time.Second, 1000), testTimeout, 2*time.Millisecond)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				key := []byte{byte(g*31 + i), byte(g), byte(i)}
+				replicas := []string{"a", "b"}
+				if i%5 == 0 {
+					key[0] = byte(i/5) * 3 % 255 // slow, one replica
+					replicas = []string{"a"}
+				}
+				resp, err := p.Do(context.Background(), &Request{DB: "db", Version: "v1", Key: key, Replicas: replicas})
+				if err != nil {
+					t.Errorf("Do %v: %v", key, err)
+					return
+				}
+				if string(resp.Body) != string(key) {
+					t.Errorf("Do %v answered %v", key, resp.Body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
