@@ -125,9 +125,21 @@ func parsePost(b []byte, max int64, fields [][]byte) (rq postRequest, ok bool) {
 // header adds rq's header fields to h as net/http reads them.
 func (rq *postRequest) header(h http.Header) {
 	for i := 0; i+1 < len(rq.fields); i += 2 {
-		k := http.CanonicalHeaderKey(string(rq.fields[i]))
+		k := canonicalKey(rq.fields[i])
 		h[k] = append(h[k], string(rq.fields[i+1]))
 	}
+}
+
+// canonicalKey is http.CanonicalHeaderKey of a header name (a token);
+// the names a batch's request usually carries are not made again per
+// request.
+func canonicalKey(name []byte) string {
+	for _, k := range [...]string{"Accept", "Content-Length", "Content-Type", "User-Agent", "Accept-Encoding", wire.HeaderVersion} {
+		if wire.EqualFoldASCII(name, k) {
+			return k
+		}
+	}
+	return http.CanonicalHeaderKey(string(name))
 }
 
 // contentLength reads a Content-Length of at most max (max >= 0): 1 to
@@ -156,7 +168,7 @@ func contentLength(v []byte, max int64) (int64, bool) {
 type postState struct {
 	req    *http.Request
 	body   body
-	w      postResponse
+	w      *postResponse
 	fields [][]byte
 	buf    []byte // the last answer's body buffer, for the next
 }
@@ -201,7 +213,7 @@ type postResponse struct {
 
 // SetReadDeadline is http.ResponseController's: it sets the connection's
 // read deadline; the loop sets its idle deadline again after the answer.
-func (w postResponse) SetReadDeadline(t time.Time) error {
+func (w *postResponse) SetReadDeadline(t time.Time) error {
 	w.c.deadline = time.Time{}
 	return w.c.c.SetReadDeadline(t)
 }
@@ -213,15 +225,17 @@ func (c *conn) post(s *Server, rq postRequest) bool {
 		c.ps = &postState{}
 		c.ps.req = (&http.Request{Method: http.MethodPost, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: http.Header{}, RemoteAddr: c.c.RemoteAddr().String()}).WithContext(s.base)
-		c.ps.w = postResponse{response: &c.w, c: c}
+		c.ps.w = &postResponse{response: &c.w, c: c}
 		c.ps.body.c = c
 	}
 	ps := c.ps
 	r := ps.req
 	clear(r.Header)
 	rq.header(r.Header)
-	ps.fields = rq.fields[:0] // the head's bytes are gone once read on
-	r.Host = string(rq.host)
+	ps.fields = rq.fields[:0]      // the head's bytes are gone once read on
+	if r.Host != string(rq.host) { // the same from one request to the next
+		r.Host = string(rq.host)
+	}
 	r.ContentLength = rq.length
 	ps.body.n = rq.length
 	r.Body = &ps.body
