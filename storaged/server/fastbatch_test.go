@@ -13,7 +13,8 @@ import (
 // through ServeHTTP: the same status, body, Content-Length and headers
 // (Date aside), in JSON and in the compact form, pinned and not, with
 // keys this node does not hold, bad bodies (400, 413), an unknown db and
-// version, and the 503 of a node over MaxInflight. The POSTs it leaves
+// version, and the 503 of a node over MaxInflight; a GET after them is
+// still the loop's. The POSTs it leaves
 // to net/http (chunked, over batch_max_bytes) still get net/http's
 // answer on the same connection.
 func TestFastPathBatchesAnswerAsServeHTTP(t *testing.T) {
@@ -103,6 +104,12 @@ func TestFastPathBatchesAnswerAsServeHTTP(t *testing.T) {
 		if tc.fast {
 			check(tc)
 		}
+	}
+	// The connection is still the loop's: routerd sends its single GETs
+	// on the connections its batches use.
+	before := fast.Load()
+	if resp, body := fc.roundTrip("GET", "/odd/a%2Fb%2Fc", nil); resp.StatusCode != 200 || body != "slashes" || fast.Load() != before+1 {
+		t.Errorf("a GET after batches: %d %q, on the fast path %v", resp.StatusCode, body, fast.Load() == before+1)
 	}
 	// Over MaxInflight: 503 with Retry-After on both paths.
 	srv.inflight.Add(1 << 20)
