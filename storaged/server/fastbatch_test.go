@@ -14,9 +14,8 @@ import (
 // (Date aside), in JSON and in the compact form, pinned and not, with
 // keys this node does not hold, bad bodies (400, 413), an unknown db and
 // version, and the 503 of a node over MaxInflight; a GET after them is
-// still the loop's. The POSTs it leaves
-// to net/http (chunked, over batch_max_bytes) still get net/http's
-// answer on the same connection.
+// still the loop's. The POSTs it leaves to net/http (chunked, over
+// batch_max_bytes) still get net/http's answer on the same connection.
 func TestFastPathBatchesAnswerAsServeHTTP(t *testing.T) {
 	h := newBatchServer(t, []int{0, 1}, Options{BatchLimits: wire.BatchLimits{MaxKeys: 20, MaxBytes: 64 << 10}})
 	srv := h.(*Server)
