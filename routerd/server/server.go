@@ -403,10 +403,12 @@ func httpError(w http.ResponseWriter, code int, msg string) int {
 // (in-flight requests get up to ShutdownGrace) and returns. It also
 // follows the map to forget the health of nodes that left.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	// Key lookups are answered on h1fast's own connection loop; net/http
-	// gets every other request, and TLS connections whole.
+	// Key lookups and batches are answered on h1fast's own connection
+	// loop; net/http gets every other request (batches with chunked
+	// bodies or Expect too), and TLS connections whole.
 	fs, err := h1fast.New(h1fast.Options{
 		Lookup:   s.fastLookup,
+		Post:     h1fast.PostOptions{Handle: s.fastBatch, MaxBytes: s.batchMaxBytes()},
 		Fallback: s,
 		Context:  ctx,
 		Log:      s.log,

@@ -32,6 +32,7 @@ type conn struct {
 	answered time.Time // when the last answer was written; zero: none yet
 	req      *http.Request
 	w        response
+	ps       *postState // made by the first POST the fast path takes
 }
 
 // prefixConn is a connection handed to net/http with the bytes the fast
@@ -108,6 +109,15 @@ func (s *Server) serve(nc net.Conn) {
 		}
 		head, _ := c.br.Peek(n) // buffered: no error
 		rq, fast := parse(head)
+		if !fast && s.opts.Post.Handle != nil {
+			if pr, ok := c.parsePost(head, s.opts.Post.MaxBytes); ok {
+				c.br.Discard(n)
+				if !c.post(s, pr) {
+					return
+				}
+				continue
+			}
+		}
 		if !fast {
 			if nc.SetReadDeadline(time.Time{}) != nil {
 				return

@@ -11,9 +11,15 @@
 // storaged/daemon); each gives only its lookup handler (Options.Lookup)
 // and its net/http handler for the rest (Options.Fallback).
 //
-// What stays net/http's: POSTs, the status pages, /healthz, /metrics,
-// storaged's peer endpoints, HTTP/1.0, bodies, Expect, Upgrade, odd or
-// oversized heads, and, unless Options.TLS, every TLS connection. The
+// With Options.Post, a daemon's batch lookups (POST /<db> with one
+// Content-Length within its batch body limit) are served here too: the
+// handler reads the body off the connection through Request.Body, under
+// a read deadline it sets through http.ResponseController, as on
+// net/http (post.go).
+//
+// What stays net/http's: other POSTs, the status pages, /healthz,
+// /metrics, storaged's peer endpoints, HTTP/1.0, other bodies (chunked,
+// or on a GET), Expect, Upgrade, odd or oversized heads, and, unless Options.TLS, every TLS connection. The
 // first request on a connection that is not a plain key lookup hands the
 // connection over for the rest of its life, so what net/http answered
 // before still answers. With Options.TLS the handshake is done here

@@ -42,6 +42,9 @@ type Options struct {
 	// TLS serves key lookups on *tls.Conn connections too, after the
 	// handshake; false hands them to net/http whole.
 	TLS bool
+	// Post, when its Handle is set, serves POSTs of /<db> (batch
+	// lookups) on the fast path too.
+	Post PostOptions
 	// Log receives accept failures, and net/http's errors under
 	// "http"; default no logging.
 	Log *zap.Logger
@@ -79,6 +82,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
+	}
+	if opts.Post.MaxBytes <= 0 {
+		opts.Post.MaxBytes = wire.DefaultBatchMaxBytes
 	}
 	s := &Server{opts: opts, base: context.WithoutCancel(opts.Context),
 		handoff: &handoff{conns: make(chan net.Conn), done: make(chan struct{})},

@@ -91,7 +91,9 @@ func start(t *testing.T, opts Options, wrap func(net.Listener) net.Listener) *te
 		ts.lookups.Add(1)
 		testLookup(w, r, tg)
 	}
-	opts.Fallback = http.HandlerFunc(testFallback)
+	if opts.Fallback == nil {
+		opts.Fallback = http.HandlerFunc(testFallback)
+	}
 	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

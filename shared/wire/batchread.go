@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -48,7 +49,15 @@ const batchGrowStart = 4 << 10
 type BatchBudget struct {
 	max  int64
 	used atomic.Int64
+	// bufs keeps the buffers of bodies with a Content-Length of at most
+	// maxPooledBody for the next ones (*[]byte); ParseBatch copies what
+	// it keeps, so a buffer is free once its body is parsed.
+	bufs sync.Pool
 }
+
+// maxPooledBody bounds the bodies read into a pooled buffer: a 100-key
+// batch is a few KiB.
+const maxPooledBody = 64 << 10
 
 // NewBatchBudget returns a budget of max bytes; max <= 0 selects
 // DefaultBatchReadBytes.
@@ -116,7 +125,21 @@ func ReadBatchRequest(w http.ResponseWriter, r *http.Request, o BatchRead) (keys
 	if r.ContentLength > lim.MaxBytes {
 		return nil, noRelease, fmt.Errorf("%w: body of %d bytes, over %d", ErrBatchTooLarge, r.ContentLength, lim.MaxBytes)
 	}
-	body, held, err := readBody(r.Body, r.ContentLength, lim.MaxBytes, o.Budget)
+	var pooled *[]byte
+	if o.Budget != nil && r.ContentLength > 0 && r.ContentLength <= min(maxPooledBody, lim.MaxBytes) {
+		if pooled, _ = o.Budget.bufs.Get().(*[]byte); pooled == nil {
+			pooled = new([]byte)
+		}
+		defer o.Budget.bufs.Put(pooled)
+	}
+	var into []byte
+	if pooled != nil && int64(cap(*pooled)) >= r.ContentLength {
+		into = *pooled // else readBodyInto allocates, once reserved
+	}
+	body, held, err := readBodyInto(r.Body, r.ContentLength, lim.MaxBytes, o.Budget, into)
+	if pooled != nil && into == nil && body != nil {
+		*pooled = body[:0] // allocated for this body: kept for the next
+	}
 	if err != nil {
 		o.Budget.release(held)
 		if errors.Is(err, ErrBatchTimeout) {
@@ -145,6 +168,12 @@ func noRelease() {}
 // old one is copied and let go, so one body holds less than 2*max at
 // its peak. held is what stays reserved, also on error.
 func readBody(r io.Reader, length, max int64, budget *BatchBudget) (body []byte, held int64, err error) {
+	return readBodyInto(r, length, max, budget, nil)
+}
+
+// readBodyInto is readBody into buf, when its capacity holds a body of a
+// known length; the bytes are reserved all the same.
+func readBodyInto(r io.Reader, length, max int64, budget *BatchBudget, buf []byte) (body []byte, held int64, err error) {
 	if length == 0 {
 		return nil, 0, nil
 	}
@@ -156,7 +185,11 @@ func readBody(r io.Reader, length, max int64, budget *BatchBudget) (body []byte,
 		return nil, 0, ErrBatchBusy
 	}
 	held = size
-	buf := make([]byte, 0, size)
+	if length < 0 || int64(cap(buf)) < length {
+		buf = make([]byte, 0, size)
+	} else {
+		buf = buf[:0:length]
+	}
 	for {
 		if len(buf) == cap(buf) {
 			if length >= 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -96,4 +97,39 @@ func FuzzReadBatchRequest(f *testing.F) {
 			t.Fatalf("%d bytes left reserved", b.Used())
 		}
 	})
+}
+
+// Bodies read one after another into the budget's pooled buffer: each
+// batch's keys stay its own after the buffer holds the next body, and
+// the bytes are reserved until release as without the pool.
+func TestReadBatchRequestPooledBuffer(t *testing.T) {
+	b := NewBatchBudget(1 << 20)
+	var kept [][]BatchKey
+	var releases []func()
+	for _, body := range []string{"aaaa\nbbbb\ncccc\n", "x\n", "dddddddd\neeeeeeee\n", "y%2Fz\n"} {
+		r := httptest.NewRequest("POST", "/db", strings.NewReader(body))
+		keys, release, err := ReadBatchRequest(httptest.NewRecorder(), r, BatchRead{Budget: b})
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		kept, releases = append(kept, keys), append(releases, release)
+	}
+	var got []string
+	for _, keys := range kept {
+		for _, k := range keys {
+			got = append(got, k.Raw+"="+k.Key)
+		}
+	}
+	if want := "aaaa=aaaa bbbb=bbbb cccc=cccc x=x dddddddd=dddddddd eeeeeeee=eeeeeeee y%2Fz=y/z"; strings.Join(got, " ") != want {
+		t.Fatalf("keys %q, want %q", strings.Join(got, " "), want)
+	}
+	if used := b.Used(); used != 15+2+18+6 {
+		t.Fatalf("%d bytes reserved before release, want %d", used, 15+2+18+6)
+	}
+	for _, release := range releases {
+		release()
+	}
+	if used := b.Used(); used != 0 {
+		t.Fatalf("%d bytes reserved after release", used)
+	}
 }

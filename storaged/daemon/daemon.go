@@ -222,11 +222,12 @@ func StartWith(ctx context.Context, cfg config.Config, log *zap.Logger, o Option
 			return nil, err
 		}
 	}
-	// Key lookups are served on h1fast's connection loop, over TLS too;
-	// everything else (status pages, batches, peer endpoints) on
-	// net/http, as before.
+	// Key lookups and batches are served on h1fast's connection loop,
+	// over TLS too; everything else (status pages, peer endpoints,
+	// batches with chunked bodies) on net/http, as before.
 	hs, err := h1fast.New(h1fast.Options{
 		Lookup:            srv.ServeKey,
+		Post:              h1fast.PostOptions{Handle: srv.ServeBatch, MaxBytes: srv.BatchMaxBytes()},
 		Fallback:          withCoordination(coord, mgr, tlsSrc, srv),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -98,6 +98,27 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) int {
 	return code
 }
 
+// ServeBatch answers a batch lookup (POST /<db>) whose path is already
+// parsed, as ServeHTTP answers it: the daemon serves batches through it
+// on shared/h1fast's connection loop (h1fast.PostOptions), and the POSTs
+// that loop leaves to net/http (chunked bodies, Expect, bodies over
+// BatchMaxBytes) through ServeHTTP. It has h1fast.Post's signature.
+func (s *Server) ServeBatch(w http.ResponseWriter, r *http.Request, t wire.Target) {
+	start := monotonic()
+	code := s.serveBatch(w, r, t.DB)
+	s.batch.batches.WithLabelValues(strconv.Itoa(code)).Inc()
+	s.observe(start, code)
+}
+
+// BatchMaxBytes is the batch body limit (batch_max_bytes): the largest
+// Content-Length h1fast takes for ServeBatch.
+func (s *Server) BatchMaxBytes() int64 {
+	if n := s.batchRead.Limits.MaxBytes; n > 0 {
+		return n
+	}
+	return wire.DefaultBatchMaxBytes
+}
+
 // serveBatch answers a batch lookup of db from one version: the pinned
 // one, else the active one. It returns the status sent.
 //

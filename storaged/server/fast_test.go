@@ -16,9 +16,9 @@ import (
 	"spangle/shared/wire"
 )
 
-// serveFast serves s as the daemon does, key lookups on h1fast's loop
-// and the rest on net/http, until the test ends; fast counts the
-// lookups the loop took.
+// serveFast serves s as the daemon does, key lookups and batches on
+// h1fast's loop and the rest on net/http, until the test ends; fast
+// counts the lookups and batches the loop took.
 func serveFast(t *testing.T, s *Server) (addr string, fast *atomic.Int64) {
 	t.Helper()
 	fast = new(atomic.Int64)
@@ -27,6 +27,10 @@ func serveFast(t *testing.T, s *Server) (addr string, fast *atomic.Int64) {
 			fast.Add(1)
 			s.ServeKey(w, r, tg)
 		},
+		Post: h1fast.PostOptions{MaxBytes: s.BatchMaxBytes(), Handle: func(w http.ResponseWriter, r *http.Request, tg wire.Target) {
+			fast.Add(1)
+			s.ServeBatch(w, r, tg)
+		}},
 		Fallback: s,
 	})
 	if err != nil {
@@ -72,11 +76,18 @@ func dialWire(t *testing.T, addr string) *wireConn {
 
 func (wc *wireConn) roundTrip(method, target string, hdr []string) (*http.Response, string) {
 	wc.t.Helper()
+	return wc.roundTripBody(method, target, hdr, "")
+}
+
+// roundTripBody sends a request with hdr and, after the head, body as
+// it is (hdr gives its Content-Length, if any).
+func (wc *wireConn) roundTripBody(method, target string, hdr []string, body string) (*http.Response, string) {
+	wc.t.Helper()
 	req := method + " " + target + " HTTP/1.1\r\nHost: storaged\r\n"
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req += hdr[i] + ": " + hdr[i+1] + "\r\n"
 	}
-	if _, err := io.WriteString(wc.c, req+"\r\n"); err != nil {
+	if _, err := io.WriteString(wc.c, req+"\r\n"+body); err != nil {
 		wc.t.Fatal(err)
 	}
 	resp, err := http.ReadResponse(wc.br, &http.Request{Method: method})
