@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,52 +99,4 @@ func TestInlineAttemptInterrupted(t *testing.T) {
 	if n := slowConns.Load(); n != 1 {
 		t.Fatalf("%d connections to the slow node, want the one kept throughout", n)
 	}
-}
-
-// Lookups are reused (newLookup) only when they ended with their first
-// attempt; many at once, some escalating (a slow first replica, a hedge
-// whose loser answers late, a failover), some not, each get their own
-// key's answer.
-func TestReusedLookupsKeepApart(t *testing.T) {
-	echo := func(ctx context.Context, req *Request) (*Response, error) {
-		return &Response{Status: 200, Body: append([]byte(nil), req.Key...), Version: req.Version}, nil
-	}
-	node := func(fails bool) behaviour {
-		return func(ctx context.Context, req *Request) (*Response, error) {
-			switch {
-			case req.Key[0]%3 == 0:
-				time.Sleep(time.Duration(req.Key[2]%8) * time.Millisecond) // answers even when cancelled
-			case req.Key[0]%3 == 1 && fails:
-				return nil, errors.New("script: failed")
-			}
-			return echo(ctx, req)
-		}
-	}
-	s := &script{nodes: map[string]behaviour{"a": node(true), "b": node(false)}}
-	p, _ := newProxyTimes(t, s, NewBudget(1, time.Second, 1000), testTimeout, 2*time.Millisecond)
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				key := []byte{byte(g*31 + i), byte(g), byte(i)}
-				replicas := []string{"a", "b"}
-				if i%5 == 0 {
-					key[0] = byte(i/5) * 3 % 255 // slow, one replica
-					replicas = []string{"a"}
-				}
-				resp, err := p.Do(context.Background(), &Request{DB: "db", Version: "v1", Key: key, Replicas: replicas})
-				if err != nil {
-					t.Errorf("Do %v: %v", key, err)
-					return
-				}
-				if string(resp.Body) != string(key) {
-					t.Errorf("Do %v answered %v", key, resp.Body)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -119,8 +119,6 @@ type Options struct {
 // Proxy sends lookups to replicas. It is safe for concurrent use.
 type Proxy struct {
 	opts Options
-	// lookups holds *lookup values for reuse (newLookup).
-	lookups sync.Pool
 }
 
 // New returns a Proxy.
@@ -199,7 +197,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, ErrNoReplica
 	}
 	p.opts.Budget.Request()
-	l := p.newLookup(req)
+	l := &lookup{p: p, req: req, begin: time.Now()}
 	l.timeout, l.stage = p.times(req)
 	// Cancelling ctx cancels every attempt still running; each sends to
 	// results, which has room for all of them, so none blocks. The cause
@@ -212,24 +210,24 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	for _, a := range req.Replicas {
 		l.cands = append(l.cands, p.opts.Health.Node(a))
 	}
-	if len(l.cands) > cap(l.results) {
-		l.results = make(chan result, len(l.cands))
-	}
+	l.results = make(chan result, len(l.cands))
 	l.pending = l.pendBuf[:0]
 	n, call := l.take()
 	l.escalated.Add(1)
-	l.escalate.Reset(l.stage)
+	escalate := time.AfterFunc(l.stage, func() {
+		defer l.escalated.Done()
+		l.resp, l.err = l.run()
+		l.cancel(nil) // the first attempt, if it still runs, lost
+		l.inline.interrupt()
+	})
 	p.attempt(&l.inline, n, call, req, false, l.timeout, l.stage, l.results)
-	if l.escalate.Stop() {
-		l.escalated.Done()
+	if escalate.Stop() {
 		// Over within its stage: its result waits in results. An
 		// answer is returned as it is, without run's timer and select.
 		r := <-l.results
 		if r.err == nil && (r.resp.Status == http.StatusOK || r.resp.Status == http.StatusNotFound) {
+			l.pending = l.pending[:0]
 			r.resp.Addr = r.addr
-			// Nothing refers to l any more: no other attempt was
-			// started, the escalation never ran.
-			p.reuse(l)
 			return r.resp, nil
 		}
 		l.results <- r
@@ -239,43 +237,8 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*Response, error) {
 	return l.resp, l.err
 }
 
-// newLookup returns a lookup of req: one a Do that ended with its first
-// attempt gave back, else a new one. Reusing them saves the lookup, its
-// results channel and its escalation timer (five allocations) per GET.
-func (p *Proxy) newLookup(req *Request) *lookup {
-	l, _ := p.lookups.Get().(*lookup)
-	if l == nil {
-		l = &lookup{p: p, results: make(chan result, len(l.candBuf))}
-		l.escalate = time.AfterFunc(time.Hour, l.escalation)
-		l.escalate.Stop()
-	}
-	l.req, l.begin = req, time.Now()
-	return l
-}
-
-// reuse gives back l, which nothing refers to any more: the lookup ended
-// with its first attempt within its stage, and its result was taken.
-func (p *Proxy) reuse(l *lookup) {
-	l.req, l.ctx, l.cancel, l.inline.Context = nil, nil, nil, nil
-	clear(l.candBuf[:])
-	clear(l.pendBuf[:])
-	l.cands, l.pending = nil, nil
-	p.lookups.Put(l)
-}
-
-// escalation is what the lookup's timer runs when the first attempt
-// outlives its stage: the rest of the lookup, on the timer's goroutine.
-func (l *lookup) escalation() {
-	defer l.escalated.Done()
-	l.resp, l.err = l.run()
-	l.cancel(nil) // the first attempt, if it still runs, lost
-	l.inline.interrupt()
-}
-
 // lookup is the state of one Do once its first attempt started; run
-// owns it. A lookup that ended with its first attempt is reused
-// (newLookup); one that went further never is: its attempts and timer
-// may still refer to it.
+// owns it.
 type lookup struct {
 	p              *Proxy
 	req            *Request
@@ -285,7 +248,6 @@ type lookup struct {
 	timeout, stage time.Duration
 	results        chan result
 	inline         inlineCtx      // the first attempt's context
-	escalate       *time.Timer    // runs escalation at the end of the first stage
 	cands          []*health.Node // not yet tried
 	pending        []*health.Call // attempts not yet reported
 	candBuf        [8]*health.Node
