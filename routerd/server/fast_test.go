@@ -1,15 +1,13 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"io"
-	"net"
-	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"spangle/shared/h1fast/h1fasttest"
 	"spangle/shared/wire"
 )
 
@@ -32,46 +30,6 @@ func serveFast(t *testing.T, s *Server) string {
 	return l.Addr().String()
 }
 
-// rawConn is a client connection that writes requests byte for byte and
-// reads answers with net/http's parser.
-type rawConn struct {
-	t  *testing.T
-	c  net.Conn
-	br *bufio.Reader
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-func (rc *rawConn) send(s string) {
-	rc.t.Helper()
-	if _, err := io.WriteString(rc.c, s); err != nil {
-		rc.t.Fatal(err)
-	}
-}
-
-func (rc *rawConn) read(method string) (*http.Response, string) {
-	rc.t.Helper()
-	resp, err := http.ReadResponse(rc.br, &http.Request{Method: method})
-	if err != nil {
-		rc.t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		rc.t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp, string(b)
-}
-
 // The fast path (shared/h1fast, whose own tests cover the connection
 // loop and the parser) answers every lookup as ServeHTTP does: status,
 // body and the headers a client reads, on one kept-alive connection,
@@ -80,7 +38,7 @@ func (rc *rawConn) read(method string) (*http.Response, string) {
 func TestFastPathAnswersAsServeHTTP(t *testing.T) {
 	s, _, f := newTestServer(t, twoNodeMap(), 0)
 	f.missing["nokey"] = true
-	rc := dialRaw(t, serveFast(t, s))
+	rc := h1fasttest.Dial(t, serveFast(t, s))
 	cases := []struct {
 		method, target string
 		hdr            []string
@@ -103,12 +61,8 @@ func TestFastPathAnswersAsServeHTTP(t *testing.T) {
 	}
 	for _, tc := range cases {
 		want := do(s, tc.method, tc.target, tc.hdr...)
-		req := tc.method + " " + tc.target + " HTTP/1.1\r\nHost: routerd\r\n"
-		for i := 0; i+1 < len(tc.hdr); i += 2 {
-			req += tc.hdr[i] + ": " + tc.hdr[i+1] + "\r\n"
-		}
-		rc.send(req + "\r\n")
-		got, body := rc.read(tc.method)
+		rc.Send(h1fasttest.Request(tc.method, tc.target, "routerd", tc.hdr, ""))
+		got, body := rc.Read(tc.method)
 		name := tc.method + " " + tc.target
 		wantBody := want.Body.String()
 		if tc.method == "HEAD" {
@@ -144,17 +98,17 @@ func TestFastPathShutdownFinishesLookups(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, l) }()
-	rc := dialRaw(t, l.Addr().String())
-	rc.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+	rc := h1fasttest.Dial(t, l.Addr().String())
+	rc.Send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
 	time.Sleep(100 * time.Millisecond) // the lookup is under way
 	cancel()
-	if resp, _ := rc.read("GET"); resp.StatusCode != wire.StatusTimeout {
+	if resp, _ := rc.Read("GET"); resp.StatusCode != wire.StatusTimeout {
 		t.Fatalf("lookup under way at shutdown: %d, want %d", resp.StatusCode, wire.StatusTimeout)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	if _, err := rc.br.ReadByte(); err != io.EOF {
+	if _, err := rc.Reader().ReadByte(); err != io.EOF {
 		t.Fatalf("connection after shutdown: %v, want EOF", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/h1fast/h1fasttest"
 	"spangle/shared/wire"
 )
 
@@ -79,10 +80,10 @@ func startPost(t *testing.T) (addr string, posts *atomic.Int64) {
 // kept), Connection: close; pipelined, and mixed with lookups.
 func TestPostAnswersAsNetHTTP(t *testing.T) {
 	addr, posts := startPost(t)
-	fast := dialRaw(t, addr)
-	slow := dialRaw(t, addr)
-	slow.send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n") // net/http's from here on
-	slow.read("GET")
+	fast := h1fasttest.Dial(t, addr)
+	slow := h1fasttest.Dial(t, addr)
+	slow.Send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n") // net/http's from here on
+	slow.Read("GET")
 	post := func(target, hdr, body string) string {
 		return "POST " + target + " HTTP/1.1\r\nHost: x\r\n" + hdr + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	}
@@ -108,52 +109,28 @@ func TestPostAnswersAsNetHTTP(t *testing.T) {
 		// before.
 		before := posts.Load()
 		if i == len(cases)-1 {
-			fast = dialRaw(t, addr)
-			slow = dialRaw(t, addr)
-			slow.send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n")
-			slow.read("GET")
+			fast = h1fasttest.Dial(t, addr)
+			slow = h1fasttest.Dial(t, addr)
+			slow.Send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n")
+			slow.Read("GET")
 		}
-		fast.send(tc.req)
-		got, gotBody := fast.read(tc.method)
+		fast.Send(tc.req)
+		got, gotBody := fast.Read(tc.method)
 		if tc.method == "POST" && (posts.Load() != before+1 || got.Header.Get("X-Served-By") != "") {
 			t.Fatalf("%q was not served on the fast path", tc.req)
 		}
-		slow.send(tc.req)
-		want, wantBody := slow.read(tc.method)
+		slow.Send(tc.req)
+		want, wantBody := slow.Read(tc.method)
 		if want.Header.Get("X-Served-By") == "" {
 			t.Fatalf("%q was not served by net/http", tc.req)
 		}
 		want.Header.Del("X-Served-By")
 		name := strings.ReplaceAll(tc.req, "\r\n", " ")
-		if got.StatusCode != want.StatusCode || gotBody != wantBody || got.ContentLength != want.ContentLength || got.Close != want.Close {
-			t.Errorf("%s: fast %d len %d %.60q close=%v; net/http %d len %d %.60q close=%v", name,
-				got.StatusCode, got.ContentLength, gotBody, got.Close, want.StatusCode, want.ContentLength, wantBody, want.Close)
-		}
-		sameHeaders(t, name, got.Header, want.Header)
+		h1fasttest.SameAnswer(t, name, got, gotBody, want, wantBody)
 	}
-	for _, c := range []*rawConn{fast, slow} {
-		if n, err := c.br.ReadByte(); err != io.EOF {
+	for _, c := range []*h1fasttest.RawConn{fast, slow} {
+		if n, err := c.Reader().ReadByte(); err != io.EOF {
 			t.Errorf("after Connection: close: read %v, %v; want EOF", n, err)
-		}
-	}
-}
-
-// sameHeaders compares two answers' headers, Date aside.
-func sameHeaders(t *testing.T, name string, got, want http.Header) {
-	t.Helper()
-	if got.Get("Date") == "" {
-		t.Errorf("%s: no Date", name)
-	}
-	got.Del("Date")
-	want.Del("Date")
-	for k := range want {
-		if g, w := strings.Join(got[k], ","), strings.Join(want[k], ","); g != w {
-			t.Errorf("%s: %s %q, net/http %q", name, k, g, w)
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: %s %q, which net/http does not send", name, k, got[k])
 		}
 	}
 }
@@ -163,14 +140,14 @@ func sameHeaders(t *testing.T, name string, got, want http.Header) {
 // the next request.
 func TestPostBodyLateOrUnread(t *testing.T) {
 	addr, posts := startPost(t)
-	answers := func(c *rawConn) (*http.Response, string) {
-		c.send("POST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\nk1\nk2\n")
-		return c.read("POST")
+	answers := func(c *h1fasttest.RawConn) (*http.Response, string) {
+		c.Send("POST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\nk1\nk2\n")
+		return c.Read("POST")
 	}
-	fast := dialRaw(t, addr)
-	slow := dialRaw(t, addr)
-	slow.send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n")
-	slow.read("GET")
+	fast := h1fasttest.Dial(t, addr)
+	slow := h1fasttest.Dial(t, addr)
+	slow.Send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n")
+	slow.Read("GET")
 	got, gotBody := answers(fast)
 	want, wantBody := answers(slow)
 	if posts.Load() != 1 || want.Header.Get("X-Served-By") == "" {
@@ -180,16 +157,16 @@ func TestPostBodyLateOrUnread(t *testing.T) {
 	if got.StatusCode != http.StatusRequestTimeout || got.StatusCode != want.StatusCode || gotBody != wantBody || !got.Close || !want.Close {
 		t.Errorf("late body: fast %d %q close=%v; net/http %d %q close=%v", got.StatusCode, gotBody, got.Close, want.StatusCode, wantBody, want.Close)
 	}
-	sameHeaders(t, "late body", got.Header, want.Header)
+	h1fasttest.SameHeaders(t, "late body", got.Header, want.Header)
 
-	rc := dialRaw(t, addr)
+	rc := h1fasttest.Dial(t, addr)
 	smuggled := "GET /db/smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
-	rc.send("POST /tight HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(len(smuggled)) + "\r\n\r\n" + smuggled)
-	rc.send("GET /db/next HTTP/1.1\r\nHost: x\r\n\r\n")
-	if resp, _ := rc.read("POST"); resp.StatusCode != http.StatusServiceUnavailable || resp.Close {
+	rc.Send("POST /tight HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(len(smuggled)) + "\r\n\r\n" + smuggled)
+	rc.Send("GET /db/next HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, _ := rc.Read("POST"); resp.StatusCode != http.StatusServiceUnavailable || resp.Close {
 		t.Fatalf("over the budget: %d close=%v", resp.StatusCode, resp.Close)
 	}
-	if resp, body := rc.read("GET"); body != "v:next" {
+	if resp, body := rc.Read("GET"); body != "v:next" {
 		t.Fatalf("after a body left unread: %d %q, want v:next", resp.StatusCode, body)
 	}
 }
@@ -210,16 +187,16 @@ func TestPostLeftToNetHTTP(t *testing.T) {
 		"POST /db HTTP/1.0\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n",
 		"POST /db?x=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n",
 	} {
-		rc := dialRaw(t, addr)
-		rc.send(req)
-		resp, body := rc.read("POST")
+		rc := h1fasttest.Dial(t, addr)
+		rc.Send(req)
+		resp, body := rc.Read("POST")
 		if resp.StatusCode == http.StatusContinue {
-			resp, body = rc.read("POST")
+			resp, body = rc.Read("POST")
 		}
 		if posts.Load() != 0 || resp.Header.Get("X-Served-By") == "" && !strings.HasPrefix(body, "fallback") {
 			t.Errorf("%q: fast path took it (%d %q)", req, resp.StatusCode, body)
 		}
-		rc.c.Close()
+		rc.Close()
 	}
 }
 

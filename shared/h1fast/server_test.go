@@ -1,7 +1,6 @@
 package h1fast
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"spangle/shared/h1fast/h1fasttest"
 	"spangle/shared/tlstest"
 	"spangle/shared/wire"
 )
@@ -120,59 +120,15 @@ func start(t *testing.T, opts Options, wrap func(net.Listener) net.Listener) *te
 	return ts
 }
 
-// rawConn writes requests byte for byte and reads answers with
-// net/http's parser.
-type rawConn struct {
-	t  *testing.T
-	c  net.Conn
-	br *bufio.Reader
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newRaw(t, c)
-}
-
-func newRaw(t *testing.T, c net.Conn) *rawConn {
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-func (rc *rawConn) send(s string) {
-	rc.t.Helper()
-	if _, err := io.WriteString(rc.c, s); err != nil {
-		rc.t.Fatal(err)
-	}
-}
-
-func (rc *rawConn) read(method string) (*http.Response, string) {
-	rc.t.Helper()
-	resp, err := http.ReadResponse(rc.br, &http.Request{Method: method})
-	if err != nil {
-		rc.t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		rc.t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp, string(b)
-}
-
 // The fast path answers what a lookup writes as net/http answers it:
 // the same status, headers (Date aside) and body, for values, errors,
 // HEADs and bodies without a Content-Length.
 func TestAnswersAsNetHTTP(t *testing.T) {
 	ts := start(t, Options{}, nil)
-	fast := dialRaw(t, ts.addr)
-	slow := dialRaw(t, ts.addr)
-	slow.send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n") // net/http's from here on
-	if resp, body := slow.read("GET"); !strings.HasPrefix(body, "fallback GET /db/") {
+	fast := h1fasttest.Dial(t, ts.addr)
+	slow := h1fasttest.Dial(t, ts.addr)
+	slow.Send("GET /db/ HTTP/1.1\r\nHost: x\r\n\r\n") // net/http's from here on
+	if resp, body := slow.Read("GET"); !strings.HasPrefix(body, "fallback GET /db/") {
 		t.Fatalf("status page: %d %q", resp.StatusCode, body)
 	}
 	cases := []struct{ method, target, hdr string }{
@@ -191,13 +147,13 @@ func TestAnswersAsNetHTTP(t *testing.T) {
 	for _, tc := range cases {
 		req := tc.method + " " + tc.target + " HTTP/1.1\r\nHost: x\r\n" + tc.hdr + "\r\n"
 		before := ts.lookups.Load()
-		fast.send(req)
-		got, gotBody := fast.read(tc.method)
+		fast.Send(req)
+		got, gotBody := fast.Read(tc.method)
 		if ts.lookups.Load() != before+1 || got.Header.Get("X-Served-By") != "" {
 			t.Fatalf("%q was not served on the fast path", req)
 		}
-		slow.send(req)
-		want, wantBody := slow.read(tc.method)
+		slow.Send(req)
+		want, wantBody := slow.Read(tc.method)
 		if want.Header.Get("X-Served-By") == "" {
 			t.Fatalf("%q was not served by net/http", req)
 		}
@@ -213,25 +169,7 @@ func TestAnswersAsNetHTTP(t *testing.T) {
 				t.Errorf("%s: Content-Length %d of a %d-byte body", name, got.ContentLength, len(gotBody))
 			}
 		}
-		if got.StatusCode != want.StatusCode || gotBody != wantBody || got.ContentLength != want.ContentLength || got.Close != want.Close {
-			t.Errorf("%s: fast %d len %d %.40q close=%v; net/http %d len %d %.40q close=%v", name,
-				got.StatusCode, got.ContentLength, gotBody, got.Close, want.StatusCode, want.ContentLength, wantBody, want.Close)
-		}
-		if got.Header.Get("Date") == "" {
-			t.Errorf("%s: no Date", name)
-		}
-		got.Header.Del("Date")
-		want.Header.Del("Date")
-		for k := range want.Header {
-			if g, w := strings.Join(got.Header[k], ","), strings.Join(want.Header[k], ","); g != w {
-				t.Errorf("%s: %s %q, net/http %q", name, k, g, w)
-			}
-		}
-		for k := range got.Header {
-			if _, ok := want.Header[k]; !ok {
-				t.Errorf("%s: %s %q, which net/http does not send", name, k, got.Header[k])
-			}
-		}
+		h1fasttest.SameAnswer(t, name, got, gotBody, want, wantBody)
 	}
 }
 
@@ -242,10 +180,10 @@ func TestAnswersAsNetHTTP(t *testing.T) {
 func TestConnections(t *testing.T) {
 	ts := start(t, Options{}, nil)
 
-	rc := dialRaw(t, ts.addr)
-	rc.send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /db/b HTTP/1.1\r\nHost: x\r\n\r\nGET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
+	rc := h1fasttest.Dial(t, ts.addr)
+	rc.Send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /db/b HTTP/1.1\r\nHost: x\r\n\r\nGET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
 	for _, want := range []struct{ method, body string }{{"GET", "v:a"}, {"HEAD", ""}, {"GET", "v:c"}} {
-		if resp, body := rc.read(want.method); resp.StatusCode != 200 || body != want.body {
+		if resp, body := rc.Read(want.method); resp.StatusCode != 200 || body != want.body {
 			t.Fatalf("pipelined %s: %d %q, want %q", want.method, resp.StatusCode, body, want.body)
 		}
 	}
@@ -253,47 +191,47 @@ func TestConnections(t *testing.T) {
 		t.Fatalf("%d lookups on the fast path, want 3", n)
 	}
 
-	rc.send("GET /db/sl")
+	rc.Send("GET /db/sl")
 	time.Sleep(50 * time.Millisecond)
-	rc.send("ow HTTP/1.1\r\nHo")
+	rc.Send("ow HTTP/1.1\r\nHo")
 	time.Sleep(50 * time.Millisecond)
-	rc.send("st: x\r\n\r\n")
-	if resp, body := rc.read("GET"); resp.StatusCode != 200 || body != "v:slow" || resp.Header.Get("X-Served-By") != "" {
+	rc.Send("st: x\r\n\r\n")
+	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:slow" || resp.Header.Get("X-Served-By") != "" {
 		t.Fatalf("head in pieces: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
 
-	rc.send("GET /db/last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-	resp, body := rc.read("GET")
+	rc.Send("GET /db/last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	resp, body := rc.Read("GET")
 	if resp.StatusCode != 200 || body != "v:last" || !resp.Close {
 		t.Fatalf("Connection: close: %d %q close=%v", resp.StatusCode, body, resp.Close)
 	}
-	if n, err := rc.br.ReadByte(); err != io.EOF {
+	if n, err := rc.Reader().ReadByte(); err != io.EOF {
 		t.Fatalf("after Connection: close: read %v, %v; want EOF", n, err)
 	}
 
-	lf := dialRaw(t, ts.addr)
-	lf.send("GET /db/lf HTTP/1.1\nHost: x\n\n")
-	if resp, body := lf.read("GET"); resp.StatusCode != 200 || body != "v:lf" || resp.Header.Get("X-Served-By") == "" {
+	lf := h1fasttest.Dial(t, ts.addr)
+	lf.Send("GET /db/lf HTTP/1.1\nHost: x\n\n")
+	if resp, body := lf.Read("GET"); resp.StatusCode != 200 || body != "v:lf" || resp.Header.Get("X-Served-By") == "" {
 		t.Fatalf("bare LF: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
-	big := dialRaw(t, ts.addr)
-	big.send("GET /db/big1 HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 2*bufSize) + "\r\n\r\n")
-	big.send("GET /db/after HTTP/1.1\r\nHost: x\r\n\r\n")
+	big := h1fasttest.Dial(t, ts.addr)
+	big.Send("GET /db/big1 HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 2*bufSize) + "\r\n\r\n")
+	big.Send("GET /db/after HTTP/1.1\r\nHost: x\r\n\r\n")
 	for _, want := range []string{"v:big1", "v:after"} {
-		if resp, body := big.read("GET"); resp.StatusCode != 200 || body != want || resp.Header.Get("X-Served-By") == "" {
+		if resp, body := big.Read("GET"); resp.StatusCode != 200 || body != want || resp.Header.Get("X-Served-By") == "" {
 			t.Fatalf("head over the fast path's buffer, then another: %d %q, want %q from net/http", resp.StatusCode, body, want)
 		}
 	}
 	// A lookup that panics ends its connection, not the server.
-	boom := dialRaw(t, ts.addr)
-	boom.send("GET /db/panic HTTP/1.1\r\nHost: x\r\n\r\n")
-	if b, err := io.ReadAll(boom.br); len(b) != 0 || err != nil {
+	boom := h1fasttest.Dial(t, ts.addr)
+	boom.Send("GET /db/panic HTTP/1.1\r\nHost: x\r\n\r\n")
+	if b, err := io.ReadAll(boom.Reader()); len(b) != 0 || err != nil {
 		t.Fatalf("a lookup that panicked: read %q, %v; want the connection closed", b, err)
 	}
-	post := dialRaw(t, ts.addr)
-	post.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\nPOST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n")
-	post.read("GET")
-	if resp, body := post.read("POST"); resp.StatusCode != 200 || body != "fallback POST /db peer=none" {
+	post := h1fasttest.Dial(t, ts.addr)
+	post.Send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\nPOST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nk1\n")
+	post.Read("GET")
+	if resp, body := post.Read("POST"); resp.StatusCode != 200 || body != "fallback POST /db peer=none" {
 		t.Fatalf("POST after a lookup: %d %q", resp.StatusCode, body)
 	}
 }
@@ -312,21 +250,21 @@ func TestShutdownFinishesLookups(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(l) }()
-	idle := dialRaw(t, l.Addr().String())
-	idle.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
-	idle.read("GET")
-	busy := dialRaw(t, l.Addr().String())
-	busy.send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	idle := h1fasttest.Dial(t, l.Addr().String())
+	idle.Send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+	idle.Read("GET")
+	busy := h1fasttest.Dial(t, l.Addr().String())
+	busy.Send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	time.Sleep(100 * time.Millisecond) // the lookup is under way
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
-	if _, err := idle.br.ReadByte(); err != io.EOF {
+	if _, err := idle.Reader().ReadByte(); err != io.EOF {
 		t.Fatalf("idle connection at shutdown: %v, want EOF", err)
 	}
-	if resp, body := busy.read("GET"); resp.StatusCode != 200 || body != "v:slow" {
+	if resp, body := busy.Read("GET"); resp.StatusCode != 200 || body != "v:slow" {
 		t.Fatalf("lookup under way at shutdown: %d %q", resp.StatusCode, body)
 	}
-	if _, err := busy.br.ReadByte(); err != io.EOF {
+	if _, err := busy.Reader().ReadByte(); err != io.EOF {
 		t.Fatalf("connection after shutdown: %v, want EOF", err)
 	}
 	if err := <-shut; err != nil {
@@ -398,23 +336,23 @@ func TestTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc := newRaw(t, c)
-		rc.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
-		resp, body := rc.read("GET")
+		rc := h1fasttest.New(t, c)
+		rc.Send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body := rc.Read("GET")
 		if resp.StatusCode != 200 || body != "v:k" {
 			t.Fatalf("TLS=%v: lookup over TLS: %d %q", on, resp.StatusCode, body)
 		}
 		if fast := ts.lookups.Load() == 1; fast != on {
 			t.Fatalf("TLS=%v: lookup served on the fast path: %v", on, fast)
 		}
-		rc.send("GET /_partition/db HTTP/1.1\r\nHost: x\r\n\r\n")
-		if _, body := rc.read("GET"); !strings.HasPrefix(body, "fallback GET /_partition/db peer=") || strings.HasSuffix(body, "peer=none") || strings.HasSuffix(body, "peer=tls") {
+		rc.Send("GET /_partition/db HTTP/1.1\r\nHost: x\r\n\r\n")
+		if _, body := rc.Read("GET"); !strings.HasPrefix(body, "fallback GET /_partition/db peer=") || strings.HasSuffix(body, "peer=none") || strings.HasSuffix(body, "peer=tls") {
 			t.Fatalf("TLS=%v: peer endpoint after a lookup: %q, want the client certificate", on, body)
 		}
 
-		plain := dialRaw(t, ts.addr)
-		plain.send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
-		b, _ := io.ReadAll(plain.br)
+		plain := h1fasttest.Dial(t, ts.addr)
+		plain.Send("GET /db/k HTTP/1.1\r\nHost: x\r\n\r\n")
+		b, _ := io.ReadAll(plain.Reader())
 		if !strings.Contains(string(b), "400 Bad Request") || !strings.Contains(string(b), "HTTP request to an HTTPS server") {
 			t.Fatalf("TLS=%v: plaintext to the TLS port: %q", on, b)
 		}

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"spangle/shared/h1fast"
+	"spangle/shared/h1fast/h1fasttest"
 	"spangle/shared/wire"
 )
 
@@ -55,51 +54,12 @@ func serveFast(t *testing.T, s *Server) (addr string, fast *atomic.Int64) {
 	return l.Addr().String(), fast
 }
 
-// wireConn writes requests byte for byte and reads answers with
-// net/http's parser.
-type wireConn struct {
-	t  *testing.T
-	c  net.Conn
-	br *bufio.Reader
-}
-
-func dialWire(t *testing.T, addr string) *wireConn {
+// roundTrip sends rc a request with hdr and, after the head, body as it
+// is (hdr gives its Content-Length, if any), and reads the answer.
+func roundTrip(t *testing.T, rc *h1fasttest.RawConn, method, target string, hdr []string, body string) (*http.Response, string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	return &wireConn{t: t, c: c, br: bufio.NewReader(c)}
-}
-
-func (wc *wireConn) roundTrip(method, target string, hdr []string) (*http.Response, string) {
-	wc.t.Helper()
-	return wc.roundTripBody(method, target, hdr, "")
-}
-
-// roundTripBody sends a request with hdr and, after the head, body as
-// it is (hdr gives its Content-Length, if any).
-func (wc *wireConn) roundTripBody(method, target string, hdr []string, body string) (*http.Response, string) {
-	wc.t.Helper()
-	req := method + " " + target + " HTTP/1.1\r\nHost: storaged\r\n"
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req += hdr[i] + ": " + hdr[i+1] + "\r\n"
-	}
-	if _, err := io.WriteString(wc.c, req+"\r\n"+body); err != nil {
-		wc.t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(wc.br, &http.Request{Method: method})
-	if err != nil {
-		wc.t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		wc.t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp, string(b)
+	rc.Send(h1fasttest.Request(method, target, "storaged", hdr, body))
+	return rc.Read(method)
 }
 
 // Every key GET and HEAD the fast path takes is answered as net/http
@@ -110,9 +70,9 @@ func (wc *wireConn) roundTripBody(method, target string, hdr []string, body stri
 func TestFastPathAnswersAsServeHTTP(t *testing.T) {
 	f := newFixture(t, Options{ContentType: "application/x-test"})
 	addr, fast := serveFast(t, f.srv)
-	fc := dialWire(t, addr)
-	hc := dialWire(t, addr)
-	if resp, _ := hc.roundTrip("GET", "/bin", []string{"Accept", "application/json"}); resp.StatusCode != 200 {
+	fc := h1fasttest.Dial(t, addr)
+	hc := h1fasttest.Dial(t, addr)
+	if resp, _ := roundTrip(t, hc, "GET", "/bin", []string{"Accept", "application/json"}, ""); resp.StatusCode != 200 {
 		t.Fatalf("status page: %d", resp.StatusCode)
 	} // hc is net/http's from here on
 	cases := []struct {
@@ -154,30 +114,12 @@ func TestFastPathAnswersAsServeHTTP(t *testing.T) {
 		t.Helper()
 		name := tc.method + " " + tc.target + " " + strings.Join(tc.hdr, ":")
 		before := fast.Load()
-		got, gotBody := fc.roundTrip(tc.method, tc.target, tc.hdr)
+		got, gotBody := roundTrip(t, fc, tc.method, tc.target, tc.hdr, "")
 		if took := fast.Load() > before; took != tc.fast {
 			t.Errorf("%s: on the fast path %v, want %v", name, took, tc.fast)
 		}
-		want, wantBody := hc.roundTrip(tc.method, tc.target, tc.hdr)
-		if got.StatusCode != want.StatusCode || gotBody != wantBody || got.ContentLength != want.ContentLength {
-			t.Errorf("%s: fast %d len %d %.60q; net/http %d len %d %.60q", name,
-				got.StatusCode, got.ContentLength, gotBody, want.StatusCode, want.ContentLength, wantBody)
-		}
-		if got.Header.Get("Date") == "" {
-			t.Errorf("%s: no Date", name)
-		}
-		got.Header.Del("Date")
-		want.Header.Del("Date")
-		for k := range want.Header {
-			if g, w := strings.Join(got.Header[k], ","), strings.Join(want.Header[k], ","); g != w {
-				t.Errorf("%s: %s %q, net/http %q", name, k, g, w)
-			}
-		}
-		for k := range got.Header {
-			if _, ok := want.Header[k]; !ok {
-				t.Errorf("%s: %s %q, which net/http does not send", name, k, got.Header[k])
-			}
-		}
+		want, wantBody := roundTrip(t, hc, tc.method, tc.target, tc.hdr, "")
+		h1fasttest.SameAnswer(t, name, got, gotBody, want, wantBody)
 	}
 	for _, tc := range cases {
 		if tc.fast {

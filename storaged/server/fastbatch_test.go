@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"spangle/shared/h1fast/h1fasttest"
 	"spangle/shared/wire"
 )
 
@@ -20,9 +21,9 @@ func TestFastPathBatchesAnswerAsServeHTTP(t *testing.T) {
 	h := newBatchServer(t, []int{0, 1}, Options{BatchLimits: wire.BatchLimits{MaxKeys: 20, MaxBytes: 64 << 10}})
 	srv := h.(*Server)
 	addr, fast := serveFast(t, srv)
-	fc := dialWire(t, addr)
-	hc := dialWire(t, addr)
-	if resp, _ := hc.roundTrip("GET", "/odd", []string{"Accept", "application/json"}); resp.StatusCode != 200 {
+	fc := h1fasttest.Dial(t, addr)
+	hc := h1fasttest.Dial(t, addr)
+	if resp, _ := roundTrip(t, hc, "GET", "/odd", []string{"Accept", "application/json"}, ""); resp.StatusCode != 200 {
 		t.Fatalf("status page: %d", resp.StatusCode)
 	} // hc is net/http's from here on
 	var keys [][]byte
@@ -64,11 +65,11 @@ func TestFastPathBatchesAnswerAsServeHTTP(t *testing.T) {
 		hdr := append([]string{"Content-Length", strconv.Itoa(len(tc.body))}, tc.hdr...)
 		name := "POST " + tc.target + " " + strings.Join(tc.hdr, ":") + " " + strconv.Quote(tc.body[:min(len(tc.body), 20)])
 		before := fast.Load()
-		got, gotBody := fc.roundTripBody("POST", tc.target, hdr, tc.body)
+		got, gotBody := roundTrip(t, fc, "POST", tc.target, hdr, tc.body)
 		if took := fast.Load() > before; took != tc.fast {
 			t.Errorf("%s: on the fast path %v, want %v", name, took, tc.fast)
 		}
-		want, wantBody := hc.roundTripBody("POST", tc.target, hdr, tc.body)
+		want, wantBody := roundTrip(t, hc, "POST", tc.target, hdr, tc.body)
 		seen[got.StatusCode] = true
 		if got.Header.Get("Content-Type") == wire.ContentTypeJSON && got.StatusCode == 200 {
 			// The found and failed objects' members come in map order.
@@ -79,25 +80,7 @@ func TestFastPathBatchesAnswerAsServeHTTP(t *testing.T) {
 			}
 			gotBody, wantBody = "", ""
 		}
-		if got.StatusCode != want.StatusCode || gotBody != wantBody || got.ContentLength != want.ContentLength || got.Close != want.Close {
-			t.Errorf("%s: fast %d len %d %.80q close=%v; net/http %d len %d %.80q close=%v", name,
-				got.StatusCode, got.ContentLength, gotBody, got.Close, want.StatusCode, want.ContentLength, wantBody, want.Close)
-		}
-		if got.Header.Get("Date") == "" {
-			t.Errorf("%s: no Date", name)
-		}
-		got.Header.Del("Date")
-		want.Header.Del("Date")
-		for k := range want.Header {
-			if g, w := strings.Join(got.Header[k], ","), strings.Join(want.Header[k], ","); g != w {
-				t.Errorf("%s: %s %q, net/http %q", name, k, g, w)
-			}
-		}
-		for k := range got.Header {
-			if _, ok := want.Header[k]; !ok {
-				t.Errorf("%s: %s %q, which net/http does not send", name, k, got.Header[k])
-			}
-		}
+		h1fasttest.SameAnswer(t, name, got, gotBody, want, wantBody)
 	}
 	for _, tc := range cases {
 		if tc.fast {
@@ -107,7 +90,7 @@ func TestFastPathBatchesAnswerAsServeHTTP(t *testing.T) {
 	// The connection is still the loop's: routerd sends its single GETs
 	// on the connections its batches use.
 	before := fast.Load()
-	if resp, body := fc.roundTrip("GET", "/odd/a%2Fb%2Fc", nil); resp.StatusCode != 200 || body != "slashes" || fast.Load() != before+1 {
+	if resp, body := roundTrip(t, fc, "GET", "/odd/a%2Fb%2Fc", nil, ""); resp.StatusCode != 200 || body != "slashes" || fast.Load() != before+1 {
 		t.Errorf("a GET after batches: %d %q, on the fast path %v", resp.StatusCode, body, fast.Load() == before+1)
 	}
 	// Over MaxInflight: 503 with Retry-After on both paths.
