@@ -67,22 +67,33 @@ func TestInlineAttemptInterrupted(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := newP()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if c.cancelAt > 0 {
-				time.AfterFunc(c.cancelAt, cancel)
-			}
-			before := slowStarted.Load()
 			req := &Request{DB: "db", Version: "v1", Key: []byte("k"), Replicas: c.replicas}
 			// The slow node must be the first attempt: health.Pick
 			// prefers the node with fewer outstanding calls, then the
-			// lower latency, which both nodes start without.
-			start := time.Now()
-			resp, err := p.Do(ctx, req)
-			took := time.Since(start)
-			if slowStarted.Load() == before {
-				t.Skip("the fast node was tried first")
+			// lower latency, which both nodes start without; a fresh
+			// Proxy is asked again until it picks the slow node.
+			var (
+				resp *Response
+				err  error
+				took time.Duration
+			)
+			for try := 0; ; try++ {
+				if try == 20 {
+					t.Fatal("20 fresh Proxies tried the fast node first")
+				}
+				p := newP()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if c.cancelAt > 0 {
+					time.AfterFunc(c.cancelAt, cancel)
+				}
+				before := slowStarted.Load()
+				start := time.Now()
+				resp, err = p.Do(ctx, req)
+				took = time.Since(start)
+				if slowStarted.Load() != before {
+					break
+				}
 			}
 			if took >= slowFor {
 				t.Fatalf("Do took %v: it waited for the slow node's answer", took)
