@@ -38,21 +38,13 @@ func parse(b []byte) (rq request, fast bool) {
 	}
 	hosts := 0
 	for {
-		// A head cut short (longer than the buffer) has a last line
-		// without its CRLF: net/http's.
-		if line, rest, ok = bytes.Cut(rest, []byte("\r\n")); !ok {
+		var name, value []byte
+		var end bool
+		if name, value, rest, end, ok = nextField(rest); !ok {
 			return rq, false
 		}
-		if len(line) == 0 {
+		if end {
 			break
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !token(line[:colon]) {
-			return rq, false
-		}
-		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
-		if !fieldValue(value) {
-			return rq, false
 		}
 		switch {
 		case wire.EqualFoldASCII(name, "Host"):
@@ -94,6 +86,29 @@ func parse(b []byte) (rq request, fast bool) {
 	}
 	rq.target = t
 	return rq, true
+}
+
+// nextField cuts the next header line off rest: end is true at the
+// empty line that ends the head; ok is false when the line is not a
+// field net/http and this package read alike (no CRLF, which a head cut
+// short by the buffer lacks: net/http's; a bad name or value).
+func nextField(rest []byte) (name, value, after []byte, end, ok bool) {
+	line, after, ok := bytes.Cut(rest, []byte("\r\n"))
+	if !ok {
+		return nil, nil, nil, false, false
+	}
+	if len(line) == 0 {
+		return nil, nil, after, true, true
+	}
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 || !token(line[:colon]) {
+		return nil, nil, nil, false, false
+	}
+	name, value = line[:colon], bytes.Trim(line[colon+1:], " \t")
+	if !fieldValue(value) {
+		return nil, nil, nil, false, false
+	}
+	return name, value, after, false, true
 }
 
 // headEnd finds the end of a request head in b: end is the length through

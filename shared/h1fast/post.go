@@ -72,19 +72,13 @@ func parsePost(b []byte, max int64, fields [][]byte) (rq postRequest, ok bool) {
 	hosts, lengths := 0, 0
 	rq.fields = fields[:0]
 	for {
-		if line, rest, ok = bytes.Cut(rest, []byte("\r\n")); !ok {
+		var name, value []byte
+		var end bool
+		if name, value, rest, end, ok = nextField(rest); !ok {
 			return rq, false
 		}
-		if len(line) == 0 {
+		if end {
 			break
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !token(line[:colon]) {
-			return rq, false
-		}
-		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
-		if !fieldValue(value) {
-			return rq, false
 		}
 		switch {
 		case wire.EqualFoldASCII(name, "Host"):
