@@ -138,10 +138,17 @@ func (f *Prefetch) Run() {
 			continue
 		}
 		s.end, s.restarts = end, restarts
+		// The byte read is the entry's shared length, 0 at a restart
+		// point: a block where it is not is left to Get, which reports
+		// it (seekBlock reads the same bytes).
+		var shared byte
 		for i := 0; i < restarts; i++ {
 			if off := int(binary.LittleEndian.Uint32(s.b[end+4*i:])); off < end {
-				sink |= s.b[off]
+				shared |= s.b[off]
 			}
+		}
+		if shared != 0 {
+			s.b = nil
 		}
 	}
 	// Pass 3: the range of entries each scan will decode, from the

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"spangle/storaged/blockcache"
@@ -199,4 +200,52 @@ func TestPrefetchCorruptBlocks(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// FuzzPrefetchBlock: whatever a mapped block holds, the prefetch passes
+// and Prefetch.Get read only inside it and never panic, and a value Get
+// takes from them is the one seekBlock, a single lookup's search, finds
+// in the same bytes.
+func FuzzPrefetchBlock(f *testing.F) {
+	// Seeds: real blocks of a small table, whole and cut.
+	dir := buildPartition(f, 300, BuildOptions{BlockSize: 256})
+	p, err := OpenPartition(dir, CacheOptions{Blocks: blockcache.New(0)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	tab := p.tables[0].sstable
+	for i, bh := range tab.handles[:min(4, len(tab.handles))] {
+		buf := make([]byte, bh.size)
+		if _, err := tab.f.ReadAt(buf, int64(bh.offset)); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf, fmt.Appendf(nil, "key-%06d", i*10))
+		f.Add(buf[:len(buf)/2], []byte("key-000003"))
+	}
+	p.Close()
+	f.Add([]byte{0, 0, 0, 0}, []byte("k"))
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, []byte("k"))
+	f.Fuzz(func(t *testing.T, block, key []byte) {
+		if len(block) > 1<<16 {
+			return
+		}
+		// The block as a mapped table holds it: then its type byte
+		// (plain) and a checksum, which Run and Get do not read.
+		mapped := append(append([]byte(nil), block...), blockPlain, 0, 0, 0, 0)
+		tab := &sstable{mapped: mapped, handles: []blockHandle{{0, uint64(len(block))}}, checked: make([]atomic.Bool, 1)}
+		tab.users.Store(2) // never unmapped: the mapping is a slice here
+		tab.checked[0].Store(true)
+		var pf Prefetch
+		pf.spots = append(pf.spots, spot{t: tab, i: 0, key: key})
+		pf.Run()
+		got, ok := pf.Get([]byte("dst:"), 0)
+		pf.Reset()
+		if !ok {
+			return
+		}
+		v, kind, found, err := seekBlock(block, key)
+		if err != nil || !found || kind != keyTypeValue || string(got) != "dst:"+string(v) {
+			t.Fatalf("Prefetch.Get %q; seekBlock %q kind %d found %v err %v", got, v, kind, found, err)
+		}
+	})
 }
