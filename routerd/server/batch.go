@@ -116,8 +116,12 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	vh := s.memo.version(version, v) // formatted once, as for a GET
 	w.Header()[wire.HeaderVersion] = vh.version
 
-	keys := distinct(parsed)
-	outs := make([]outcome, len(keys))
+	bs := s.scratch()
+	defer s.putScratch(bs)
+	keys := distinct(bs.keys[:0], parsed)
+	bs.keys = keys
+	outs := slices.Grow(bs.outs[:0], len(keys))[:len(keys)]
+	bs.outs = outs
 	groups := s.group(st.Map, v, db, version, keys, outs)
 	// The batch's deadline grows with the keys it sends upstream; past
 	// it, a group still waits on a replica that keeps answering other
@@ -159,7 +163,42 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	if r.Context().Err() != nil {
 		return 499 // the client left; nobody reads what we write
 	}
-	return s.writeBatch(w, version, vh, keys, outs)
+	return s.writeBatch(w, version, vh, keys, outs, bs)
+}
+
+// batchScratch is what a batch's handling reuses from one batch to the
+// next (Server.batchScratch): its slices, a few tens of KiB for 100
+// keys, which each batch allocated anew.
+type batchScratch struct {
+	keys    []batchKey
+	outs    []outcome
+	raws    []string
+	entries []wire.BatchEntry
+}
+
+// maxScratchKeys bounds the slices a batchScratch keeps: a batch of
+// more keys (up to batch_max_keys) allocates its own.
+const maxScratchKeys = 1024
+
+func (s *Server) scratch() *batchScratch {
+	if bs, ok := s.batchScratch.Get().(*batchScratch); ok {
+		return bs
+	}
+	return &batchScratch{}
+}
+
+// putScratch keeps bs for the next batch, holding nothing of this one's
+// (keys, values, answers from storaged).
+func (s *Server) putScratch(bs *batchScratch) {
+	if cap(bs.keys) > maxScratchKeys || cap(bs.outs) > maxScratchKeys || cap(bs.raws) > maxScratchKeys || cap(bs.entries) > maxScratchKeys {
+		return
+	}
+	clear(bs.keys[:cap(bs.keys)])
+	clear(bs.outs[:cap(bs.outs)])
+	clear(bs.raws[:cap(bs.raws)])
+	clear(bs.entries[:cap(bs.entries)])
+	bs.keys, bs.outs, bs.raws, bs.entries = bs.keys[:0], bs.outs[:0], bs.raws[:0], bs.entries[:0]
+	s.batchScratch.Put(bs)
 }
 
 // group is the keys of a batch sent to one set of replicas.
@@ -218,11 +257,12 @@ func (s *Server) batchTimes(n int) (deadline, patience time.Duration) {
 	return deadline, patience
 }
 
-// distinct folds the spellings of one key together. parsed holds each
-// spelling once (wire.ParseBatch), so when no key was written escaped,
-// each key once too, and no map is needed to find them.
-func distinct(parsed []wire.BatchKey) []batchKey {
-	keys := make([]batchKey, len(parsed))
+// distinct folds the spellings of one key together, into dst's room.
+// parsed holds each spelling once (wire.ParseBatch), so when no key was
+// written escaped, each key once too, and no map is needed to find
+// them.
+func distinct(dst []batchKey, parsed []wire.BatchKey) []batchKey {
+	keys := slices.Grow(dst[:0], len(parsed))[:len(parsed)]
 	plain := true
 	for i, p := range parsed {
 		keys[i] = batchKey{key: p.Key, esc: url.PathEscape(p.Key), raw: p.Raw}
@@ -417,9 +457,10 @@ func failOutcome(err error, pinned bool) outcome {
 // as for a single GET; when every key failed because no replica holds
 // the pinned version, it is 410, as a pinned GET; when every replica
 // said the db is gone, 404 without a version, as a GET.
-func (s *Server) writeBatch(w http.ResponseWriter, version string, vh versionHeaders, keys []batchKey, outs []outcome) int {
-	raws := make([]string, 0, len(keys))
-	entries := make([]wire.BatchEntry, 0, len(keys))
+func (s *Server) writeBatch(w http.ResponseWriter, version string, vh versionHeaders, keys []batchKey, outs []outcome, bs *batchScratch) int {
+	raws := slices.Grow(bs.raws[:0], len(keys))
+	entries := slices.Grow(bs.entries[:0], len(keys))
+	defer func() { bs.raws, bs.entries = raws, entries }()
 	shed, gone, noDB, retryAfter := 0, 0, 0, ""
 	found, missing := 0, 0
 	var addrs []string

@@ -96,6 +96,8 @@ type Server struct {
 	memo    *headerMemo
 	// batchBufs holds *[]byte answer buffers of batches (writeBatch).
 	batchBufs sync.Pool
+	// batchScratch holds the *batchScratch of batches (serveBatch).
+	batchScratch sync.Pool
 }
 
 // New builds a Server; it serves nothing until Serve or ServeHTTP.

@@ -201,7 +201,7 @@ func (c *conn) answer(s *Server, rq request) bool {
 	w.reset(rq.head)
 	s.opts.Lookup(w, r, rq.target)
 	c.answered = time.Now()
-	if w.writeTo(c.bw, s.date.at(c.answered), rq.close) != nil || c.bw.Flush() != nil {
+	if w.writeTo(c.bw, c.c, s.date.at(c.answered), rq.close) != nil || c.bw.Flush() != nil {
 		return false
 	}
 	return !rq.close

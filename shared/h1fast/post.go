@@ -253,7 +253,7 @@ func (c *conn) post(s *Server, rq postRequest) bool {
 	}
 	c.answered = time.Now()
 	buf := c.w.body
-	err := c.w.writeTo(c.bw, s.date.at(c.answered), closing)
+	err := c.w.writeTo(c.bw, c.c, s.date.at(c.answered), closing)
 	if cap(buf) <= maxPostKept {
 		ps.buf = buf[:0]
 	}

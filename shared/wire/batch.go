@@ -280,7 +280,7 @@ func (a *BatchAnswer) Encode() ([]byte, error) {
 		}
 		first = false
 		b = append(AppendJSONString(b, k), ':', '"')
-		b = append(base64.StdEncoding.AppendEncode(b, v), '"')
+		b = append(AppendBase64(b, v), '"')
 	}
 	b = append(b, `},"missing":[`...)
 	for i, k := range a.Missing {

@@ -178,7 +178,7 @@ func AppendBatchJSON(dst []byte, version string, keys []string, entries []BatchE
 		}
 		first = false
 		dst = append(AppendJSONString(dst, keys[i]), ':', '"')
-		dst = append(base64.StdEncoding.AppendEncode(dst, e.Value), '"')
+		dst = append(AppendBase64(dst, e.Value), '"')
 	}
 	dst = append(dst, `},"missing":[`...)
 	first = true

@@ -151,16 +151,11 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 	}
 	a := wire.NewBatchAnswer(v.Name, len(keys))
 	notHeld := 0
-	for _, k := range keys {
-		// Get appends to nil: each value is a copy of its own, since
-		// the block cache reuses its blocks.
-		val, err := v.Get(nil, []byte(k.Key))
+	s.lookups(v, keys, func(k *wire.BatchKey, val []byte, err error) {
 		switch {
 		case err == nil:
-			if val == nil {
-				val = []byte{}
-			}
-			a.Found[k.Raw] = val
+			// A copy of its own: val is the lookup's buffer.
+			a.Found[k.Raw] = append([]byte{}, val...)
 		case errors.Is(err, versions.ErrNotFound):
 			a.Missing = append(a.Missing, k.Raw)
 		case errors.Is(err, versions.ErrPartitionNotHeld):
@@ -173,7 +168,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 			s.log.Error("lookup failed", zap.String("db", db), zap.String("version", v.Name), zap.Error(err))
 			a.Failed[k.Raw] = wire.FailReason(http.StatusInternalServerError, "lookup failed")
 		}
-	}
+	})
 	v.Release()
 	h := w.Header()
 	h[wire.HeaderVersion] = v.HeaderVersion
@@ -202,22 +197,20 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, db string) i
 // order, each value copied once, from the block, into the answer.
 // It releases v.
 func (s *Server) serveBatchBinary(w http.ResponseWriter, r *http.Request, db string, v *versions.Version, keys []wire.BatchKey) int {
-	var scratch, kb []byte
-	body := wire.AppendBatchBinaryHead(make([]byte, 0, 64+len(keys)*128), v.Name, len(keys))
+	bs := s.batchScratch()
+	defer s.putBatchScratch(bs)
+	body := wire.AppendBatchBinaryHead(bs.body[:0], v.Name, len(keys))
 	found, missing, failed, notHeld := 0, 0, 0, 0
-	for _, k := range keys {
-		kb = append(kb[:0], k.Key...) // one buffer for every key
-		val, err := v.Get(scratch[:0], kb)
+	s.lookupsIn(bs, v, keys, func(_ *wire.BatchKey, val []byte, err error) {
 		switch {
 		case err == nil:
-			scratch = val
 			body = wire.AppendBatchFound(body, val)
 			found++
-			continue
+			return
 		case errors.Is(err, versions.ErrNotFound):
 			body = wire.AppendBatchMissing(body)
 			missing++
-			continue
+			return
 		case errors.Is(err, versions.ErrPartitionNotHeld):
 			body = wire.AppendBatchFailed(body, wire.ReasonNotHeld)
 			notHeld++
@@ -228,7 +221,8 @@ func (s *Server) serveBatchBinary(w http.ResponseWriter, r *http.Request, db str
 			body = wire.AppendBatchFailed(body, wire.FailReason(http.StatusInternalServerError, "lookup failed"))
 		}
 		failed++
-	}
+	})
+	bs.body = body // kept for the next batch once written
 	v.Release()
 	h := w.Header()
 	h[wire.HeaderVersion] = v.HeaderVersion
@@ -247,6 +241,98 @@ func (s *Server) serveBatchBinary(w http.ResponseWriter, r *http.Request, db str
 }
 
 var binaryType = []string{wire.ContentTypeBatchBinary}
+
+// prefetchWindow is the keys of a batch readied together
+// (versions.Prefetch) before they are looked up: enough for their
+// memory loads to overlap, few enough that the lines they bring in are
+// still in the CPU's caches when their lookups come.
+const prefetchWindow = 128
+
+// maxKeptBatchBody bounds the answer buffer kept for the next batch: a
+// 100-key answer of 100-byte values takes 11 KiB.
+const maxKeptBatchBody = 256 << 10
+
+// batchScratch is what a batch's lookups reuse from one batch to the
+// next (Server.scratch).
+type batchScratch struct {
+	pf    versions.Prefetch
+	keys  []byte   // the window's keys, one after another
+	at    [][]byte // each key of the window, a slice of keys
+	spots []int    // each key's place in pf, or -1
+	val   []byte   // the last value looked up
+	body  []byte   // the compact answer
+}
+
+func (s *Server) batchScratch() *batchScratch {
+	if bs, ok := s.scratch.Get().(*batchScratch); ok {
+		return bs
+	}
+	return &batchScratch{}
+}
+
+func (s *Server) putBatchScratch(bs *batchScratch) {
+	if cap(bs.body) > maxKeptBatchBody {
+		bs.body = nil
+	}
+	s.scratch.Put(bs)
+}
+
+// lookups calls fn with each key's lookup in v, in order (see
+// lookupsIn); val is valid only during the call.
+func (s *Server) lookups(v *versions.Version, keys []wire.BatchKey, fn func(k *wire.BatchKey, val []byte, err error)) {
+	bs := s.batchScratch()
+	defer s.putBatchScratch(bs)
+	s.lookupsIn(bs, v, keys, fn)
+}
+
+// lookupsIn looks each key up in v and calls fn with the result, in
+// order, a window of keys at a time: the window is readied first
+// (versions.Prefetch) so that its keys' memory loads overlap, then each
+// key's value is taken from where the prefetch found it, or, where it
+// found none (a missing key, a block not yet checked, a partition not
+// held), looked up with Get as a single GET is. val is valid only
+// during the call.
+func (s *Server) lookupsIn(bs *batchScratch, v *versions.Version, keys []wire.BatchKey, fn func(k *wire.BatchKey, val []byte, err error)) {
+	for start := 0; start < len(keys); start += prefetchWindow {
+		window := keys[start:min(start+prefetchWindow, len(keys))]
+		n := 0
+		for i := range window {
+			n += len(window[i].Key)
+		}
+		if cap(bs.keys) < n {
+			bs.keys = make([]byte, 0, n)
+		}
+		// One buffer for the window's keys, filled before any slice of
+		// it is taken: it does not move once the slices point into it.
+		kb := bs.keys[:0]
+		at := bs.at[:0]
+		for i := range window {
+			from := len(kb)
+			kb = append(kb, window[i].Key...)
+			at = append(at, kb[from:len(kb):len(kb)])
+		}
+		bs.keys, bs.at = kb, at
+		spots := bs.spots[:0]
+		for _, k := range at {
+			spots = append(spots, v.AddPrefetch(&bs.pf, k))
+		}
+		bs.spots = spots
+		bs.pf.Run()
+		for i, k := range at {
+			val, ok := bs.pf.Get(bs.val[:0], spots[i])
+			var err error
+			if !ok {
+				val, err = v.Get(bs.val[:0], k)
+			}
+			if err == nil {
+				bs.val = val
+			}
+			fn(&window[i], val, err)
+		}
+		bs.pf.Reset()
+		clear(bs.at)
+	}
+}
 
 // batchReadFailed answers a batch whose body could not be read.
 func (s *Server) batchReadFailed(w http.ResponseWriter, r *http.Request, err error) int {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"spangle/shared/seqfile"
 	"spangle/shared/wire"
 	"spangle/storaged/internal/testutil"
+	"spangle/storaged/table"
 	"spangle/storaged/versions"
 )
 
@@ -346,5 +348,75 @@ func TestBatchSlots(t *testing.T) {
 	<-srv.batchSlots
 	if code := <-done; code != 200 {
 		t.Fatalf("once a slot is free: %d", code)
+	}
+}
+
+// TestBatchManyKeysReadied: a batch of more keys than one prefetch
+// window (found, missing, repeated, in partitions not held), of tables
+// read in place, answers
+// each key as its single GET does, the first time (its blocks' checksums
+// not yet checked: every value from Get) and again (values taken from
+// the prefetch), in the compact form and in JSON.
+func TestBatchManyKeysReadied(t *testing.T) {
+	root := t.TempDir()
+	var recs []testutil.Record
+	for i := 0; i < 2000; i++ {
+		recs = append(recs, testutil.Record{Key: fmt.Appendf(nil, "key-%05d", i), Value: fmt.Appendf(nil, "value %d %s", i, strings.Repeat("v", i%150))})
+	}
+	testutil.WriteVersion(t, root, "many", "v1", 4, testutil.Sharded, seqfile.WriterOptions{}, recs)
+	m := runManagerCache(t, root, t.TempDir(), []int{0, 1, 2}, table.CacheOptions{}) // mapped, as by default
+	waitActive(t, m, "many", "v1")
+	h, err := New(Options{Versions: m, Views: m.Views(), Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for i := 0; i < 700; i++ {
+		switch {
+		case i%50 == 7:
+			keys = append(keys, fmt.Appendf(nil, "key-%05dx", i)) // missing
+		case i%60 == 9:
+			keys = append(keys, keys[i-3]) // repeated
+		default:
+			keys = append(keys, fmt.Appendf(nil, "key-%05d", (i*37)%2000))
+		}
+	}
+	body := batchBody(keys...)
+	parsed, err := wire.ParseBatch([]byte(body), wire.BatchLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := func(k string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", wire.KeyPath("many", []byte(k)), nil))
+		return rec.Code, rec.Body.String()
+	}
+	for round := range 2 {
+		rec := post(h, "/many", body, "Accept", wire.BatchAccept)
+		version, entries, err := wire.DecodeBatchBinary(rec.Body.Bytes())
+		if rec.Code != 200 || err != nil || version != "v1" || len(entries) != len(parsed) {
+			t.Fatalf("round %d: status %d, %v, version %q, %d entries for %d keys", round, rec.Code, err, version, len(entries), len(parsed))
+		}
+		a, err := wire.DecodeBatchAnswer(post(h, "/many", body).Body.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[byte]int{}
+		for i, k := range parsed {
+			e := entries[i]
+			kinds[e.Kind]++
+			code, val := single(k.Key)
+			switch {
+			case e.Kind == wire.BatchFound && (code != 200 || string(e.Value) != val || string(a.Found[k.Raw]) != val):
+				t.Fatalf("round %d: key %q: batch %q, JSON %q, GET %d %q", round, k.Key, e.Value, a.Found[k.Raw], code, val)
+			case e.Kind == wire.BatchMissing && (code != 404 || !slices.Contains(a.Missing, k.Raw)):
+				t.Fatalf("round %d: key %q missing in the batch, GET %d", round, k.Key, code)
+			case e.Kind == wire.BatchFailed && (e.Reason != wire.ReasonNotHeld || a.Failed[k.Raw] != e.Reason || code != wire.StatusNotHeld):
+				t.Fatalf("round %d: key %q failed %q (JSON %q), GET %d", round, k.Key, e.Reason, a.Failed[k.Raw], code)
+			}
+		}
+		if kinds[wire.BatchFound] == 0 || kinds[wire.BatchMissing] == 0 || kinds[wire.BatchFailed] == 0 {
+			t.Fatalf("round %d: kinds %v, want found, missing and failed (partition 3 not held) keys", round, kinds)
+		}
 	}
 }

@@ -100,6 +100,7 @@ type Server struct {
 	batchRead   wire.BatchRead // its Budget is the node's
 	batchSlots  chan struct{}  // batches looking keys up at once (batch.go)
 	values      sync.Pool      // *[]byte for values, see valueBuffer
+	scratch     sync.Pool      // *batchScratch of batches (batch.go)
 	metrics     *metrics
 	batch       *batchMetrics
 	metricsH    http.Handler

@@ -77,9 +77,16 @@ func newFixture(t testing.TB, opts Options) *fixture {
 // partitions this node holds.
 func runManager(t testing.TB, root, storeDir string, held []int) *versions.Manager {
 	t.Helper()
+	return runManagerCache(t, root, storeDir, held, table.CacheOptions{Blocks: blockcache.New(1 << 20)})
+}
+
+// runManagerCache is runManager with the partitions read through cache
+// (no block cache: mapped, as storaged's default).
+func runManagerCache(t testing.TB, root, storeDir string, held []int, cache table.CacheOptions) *versions.Manager {
+	t.Helper()
 	src, st := testutil.OpenStore(t, root, storeDir)
 	vopts := versions.Options{Source: src, Store: st, Log: zaptest.NewLogger(t), Retention: time.Hour,
-		Cache: table.CacheOptions{Blocks: blockcache.New(1 << 20)}}
+		Cache: cache}
 	vopts.Loader.Build.NoSync = true
 	if held != nil {
 		vopts.Hooks.Held = func(context.Context, string, string, int) ([]int, error) { return held, nil }

@@ -90,3 +90,87 @@ func benchGets(b *testing.B, p *Partition, keys int) {
 	}
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkGetBatch looks up 100 random keys at a time of a mapped
+// 200k-key partition (100-byte values: the batch bench's dataset in one
+// partition), one Get after another, and readied first with a
+// Prefetch as storaged's batches are. cpu-ns/key is the process's CPU
+// time per key.
+func BenchmarkGetBatch(b *testing.B) {
+	const keys, batch = 200_000, 100
+	dir := filepath.Join(b.TempDir(), "p-0")
+	pb, err := CreatePartition(dir, BuildOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, _ := pb.NewRun()
+	val := make([]byte, 100)
+	for i := 0; i < keys; i++ {
+		if err := w.Append(fmt.Appendf(nil, "key-%010d", i), val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := pb.Finish(); err != nil {
+		b.Fatal(err)
+	}
+	p, err := OpenPartition(dir, CacheOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	lookups := make([][]byte, 1<<16)
+	for i := range lookups {
+		lookups[i] = fmt.Appendf(nil, "key-%010d", rng.IntN(keys))
+	}
+	for i := 0; i < 2*keys; i++ {
+		p.Get(nil, lookups[i%len(lookups)])
+	}
+	// evict is a buffer larger than the CPU's caches, walked between
+	// batches as the rest of a daemon's work would: the next batch's
+	// blocks are not in the caches.
+	evict := make([]byte, 64<<20)
+	for _, prefetch := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefetch=%v", prefetch), func(b *testing.B) {
+			var f Prefetch
+			spots := make([]int, batch)
+			dst := make([]byte, 0, 256)
+			i := 0
+			var cpu int64
+			for b.Loop() {
+				b.StopTimer()
+				for j := 0; j < len(evict); j += 64 {
+					evict[j]++
+				}
+				at := i
+				i += batch
+				b.StartTimer()
+				c0 := cpuTime()
+				if prefetch {
+					for j := 0; j < batch; j++ {
+						spots[j] = p.AddPrefetch(&f, lookups[(at+j)&(len(lookups)-1)])
+					}
+					f.Run()
+				}
+				for j := 0; j < batch; j++ {
+					if prefetch {
+						if _, ok := f.Get(dst[:0], spots[j]); ok {
+							continue
+						}
+					}
+					if _, err := p.Get(dst[:0], lookups[(at+j)&(len(lookups)-1)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				f.Reset()
+				cpu += cpuTime() - c0
+				b.StopTimer()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N*batch), "cpu-ns/key")
+		})
+	}
+}

@@ -105,6 +105,22 @@ func (v *Version) Get(dst, key []byte) ([]byte, error) {
 	return val, err
 }
 
+// Prefetch readies lookups of many keys at once (table.Prefetch): a
+// batch adds its keys with AddPrefetch, runs it, takes each key's value
+// from it (Prefetch.Get) or, where it has none, from Get, then resets
+// it.
+type Prefetch = table.Prefetch
+
+// AddPrefetch adds key to f and returns its place for f.Get, or -1: its
+// block, when a Get of key will search a mapped table of a partition
+// held here. key is kept until f.Reset.
+func (v *Version) AddPrefetch(f *Prefetch, key []byte) int {
+	if p := v.parts[partitioner.Partition(key, v.NumPartitions)]; p != nil {
+		return p.AddPrefetch(f, key)
+	}
+	return -1
+}
+
 // corruptBlock tells the manager, once per partition and without
 // blocking, that a lookup found a bad block in partition i, and returns
 // the lookup's error. The partition's other blocks keep answering: each
