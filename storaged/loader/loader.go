@@ -204,7 +204,8 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		}
 	}
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, part: partitioner.New(n), layout: layout,
-		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
+		in: Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead,
+			seq: newSeqBuffers(opts.Parallel)},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n),
 		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n), spillSeq: make([]int, n),
 		claimed: make([]atomic.Bool, n), kept: make([]*keptRun, n)}
