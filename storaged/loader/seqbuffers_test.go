@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"spangle/shared/partitioner"
@@ -99,6 +100,34 @@ func TestSeqBuffersHandedOn(t *testing.T) {
 			got, err := part.Get(nil, []byte(k))
 			if err != nil || string(got) != v {
 				t.Fatalf("partition %d, %s: %q, %v; want %q", p, k, got, err, v)
+			}
+		}
+	}
+}
+
+// TestEachParallel: every index once, every error returned.
+func TestEachParallel(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 7, 64} {
+		calls := make([]atomic.Int32, n)
+		err := eachParallel(n, func(i int) error {
+			calls[i].Add(1)
+			if i%3 == 1 {
+				return fmt.Errorf("error %d", i)
+			}
+			return nil
+		})
+		got := map[string]bool{}
+		if err != nil {
+			for _, l := range strings.Split(err.Error(), "\n") {
+				got[l] = true
+			}
+		}
+		for i := range calls {
+			if c := calls[i].Load(); c != 1 {
+				t.Errorf("n %d: index %d called %d times", n, i, c)
+			}
+			if want := i%3 == 1; want != got[fmt.Sprintf("error %d", i)] {
+				t.Errorf("n %d: error of %d returned %v, want %v (%v)", n, i, !want, want, err)
 			}
 		}
 	}
