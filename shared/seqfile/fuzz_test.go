@@ -10,13 +10,16 @@ import (
 // allocate without bound, and every error must be corruption, an
 // unsupported feature, or neither (never a crash). Read through a
 // Chunker, in chunks of a size the input picks, the same bytes give the
-// same records and the same kind of error. The seed corpus in
+// same records and the same kind of error, and so does a Reader that
+// decodes into Buffers another file left. The seed corpus in
 // testdata/fuzz/FuzzReader holds Hadoop's codec files; the shared test data
 // and Writer output are added here too.
 func FuzzReader(f *testing.F) {
-	for _, data := range smallFiles(f) {
+	files := smallFiles(f)
+	for _, data := range files {
 		f.Add(data)
 	}
+	handedOn := files["writer/block-snappy"]
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, recs, err := readAll(t, data, "fuzz")
 		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
@@ -33,6 +36,20 @@ func FuzzReader(f *testing.F) {
 		}
 		if !slices.Equal(chunked, recs) {
 			t.Fatalf("read in chunks of %d: %d records, %d through io.Reader", size, len(chunked), len(recs))
+		}
+		// Decoded into buffers another file grew and left garbage in,
+		// the same bytes give the same again.
+		var b Buffers
+		if _, err := readWith(t, handedOn, readBufferSize, &b); err != nil {
+			t.Fatal(err)
+		}
+		scribble(&b)
+		with, werr := readWith(t, data, size, &b)
+		if (werr == nil) != (err == nil) || errors.Is(werr, ErrCorrupt) != errors.Is(err, ErrCorrupt) {
+			t.Fatalf("read into handed-on buffers: error %v, into its own %v", werr, err)
+		}
+		if !slices.Equal(with, recs) {
+			t.Fatalf("read into handed-on buffers: %d records, %d into its own", len(with), len(recs))
 		}
 	})
 }

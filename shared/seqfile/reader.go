@@ -45,6 +45,22 @@ type Reader struct {
 	blk  [4][]byte
 	bpos [4]int
 	left int
+
+	// lent is where the buffers came from (NewReaderWith), to go back to
+	// at Release.
+	lent *Buffers
+}
+
+// Buffers is the memory a Reader decodes into: a block-compressed file's
+// four decompressed buffers and its raw block, which grow to the largest
+// block read (a megabyte or more for Hadoop's default block size), and a
+// record's when it spans input chunks. A process that reads many files
+// one after another hands one Buffers from each Reader to the next
+// (NewReaderWith, Release) instead of growing new ones for every file. A
+// Buffers is used by one Reader at a time.
+type Buffers struct {
+	scratch, rawKey, rawVal, plain, carry []byte
+	blk                                   [4][]byte
 }
 
 // Indexes into Reader.blk.
@@ -61,13 +77,45 @@ var blockBufNames = [4]string{"key lengths", "keys", "value lengths", "values"}
 // usually the file's path, appears only in error messages. The Reader
 // buffers r; it never reads the whole file at once.
 func NewReader(r io.Reader, name string) (*Reader, error) {
+	return NewReaderWith(r, name, nil)
+}
+
+// NewReaderWith is NewReader decoding into b's buffers (nil: its own),
+// which the Reader owns until Release gives them back to b. On error the
+// buffers are given back at once.
+func NewReaderWith(r io.Reader, name string, b *Buffers) (*Reader, error) {
 	sr := &Reader{name: name, in: newInput(r)}
+	if b != nil {
+		sr.lent = b
+		sr.scratch, sr.rawKey, sr.rawVal, sr.plain, sr.in.carry = b.scratch[:0], b.rawKey[:0], b.rawVal[:0], b.plain[:0], b.carry[:0]
+		for i := range sr.blk {
+			sr.blk[i] = b.blk[i][:0]
+		}
+	}
 	if err := sr.readHeader(); err != nil {
+		sr.Release()
 		return nil, err
 	}
 	sr.keyKind = wrappingOf(sr.hdr.KeyClass)
 	sr.valKind = wrappingOf(sr.hdr.ValueClass)
 	return sr, nil
+}
+
+// Release ends the Reader: Next returns false from then on, and the
+// buffers it decoded into go back to the Buffers it was made with
+// (NewReaderWith), grown as the file needed, for another Reader. The keys
+// and values it returned must not be used after. Calling it again, or on
+// a Reader made by NewReader, does nothing but end it.
+func (r *Reader) Release() {
+	r.done, r.key, r.val, r.left = true, nil, nil, 0
+	if b := r.lent; b != nil {
+		r.lent = nil
+		b.scratch, b.rawKey, b.rawVal, b.plain, b.carry = r.scratch, r.rawKey, r.rawVal, r.plain, r.in.carry
+		b.blk = r.blk
+	}
+	r.scratch, r.rawKey, r.rawVal, r.plain, r.in.carry = nil, nil, nil, nil, nil
+	r.blk = [4][]byte{}
+	r.in.cur, r.in.rest = nil, nil
 }
 
 // Header returns what the file declared about itself. The Metadata map is

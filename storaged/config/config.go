@@ -199,7 +199,9 @@ type LevelDB struct {
 	BlockCacheSize int `toml:"block_cache_size"`
 	// BlockSize is the data block size of written tables.
 	BlockSize int `toml:"block_size"`
-	// BloomBitsPerKey sizes bloom filters; 0 turns them off.
+	// BloomBitsPerKey sizes bloom filters; 0 turns them off. A node
+	// without a block cache that writes plain blocks writes none either:
+	// its lookups search mapped blocks in place and never read them.
 	BloomBitsPerKey int `toml:"bloom_bits_per_key"`
 	// Compression of blocks: "none" or "snappy".
 	Compression string `toml:"compression"`

@@ -44,6 +44,9 @@ type Input struct {
 	db, version string
 	// read, when set, counts the bytes read from the files (Progress).
 	read *atomic.Int64
+	// seq, when set, hands SequenceFile readers' buffers on from file to
+	// file.
+	seq *seqBuffers
 }
 
 // Open opens one file of the version.

@@ -204,21 +204,37 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		}
 	}
 	st := &loadState{ctx: ctx, req: req, opts: opts, n: n, part: partitioner.New(n), layout: layout,
-		in:       Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead},
+		in: Input{src: req.Source, db: req.DB, version: req.Version, read: &req.Progress.bytesRead,
+			seq: newSeqBuffers(opts.Parallel)},
 		builders: make([]*table.PartitionBuilder, n), buffers: make([]*buffer, n),
 		dedup: layout.Duplicates != DuplicatesAny, spills: make([][]string, n), spillSeq: make([]int, n),
 		claimed: make([]atomic.Bool, n), kept: make([]*keptRun, n)}
 	defer st.abortKept()
+	seen := make([]bool, n)
+	var create []int
 	for _, p := range held {
 		if p < 0 || p >= n {
 			return Result{}, fmt.Errorf("loader: partition %d out of range [0,%d)", p, n)
 		}
+		if !seen[p] {
+			seen[p] = true
+			create = append(create, p)
+		}
+	}
+	// Creating a directory (and at the end a partition's two files) costs
+	// the file system an inode each, which on a busy ext4 is a scan of its
+	// bitmaps: done on every CPU, not one after another.
+	if err := eachParallel(len(create), func(i int) error {
+		p := create[i]
 		b, err := table.CreatePartition(req.Dir(p), opts.Build)
 		if err != nil {
-			return Result{}, localErr(err)
+			return localErr(err)
 		}
 		st.builders[p] = b
 		st.buffers[p] = &buffer{ords: st.dedup}
+		return nil
+	}); err != nil {
+		return Result{}, err
 	}
 	// Progress counts the units to be read (those of a partition not held
 	// are not) and their bytes.
@@ -248,15 +264,42 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 		FastFiles: int(st.fast.Load()), Runs: st.runs.Load(), Duplicates: st.duplicates.Load(),
 		InPlace: int(st.inPlace.Load()), placed: st.placed, noSync: opts.Build.NoSync}
 	for _, b := range st.builders {
-		if b == nil {
-			continue
+		if b != nil {
+			res.built = append(res.built, b)
 		}
-		if err := b.Finish(); err != nil {
-			return Result{}, localErr(err)
+	}
+	if err := eachParallel(len(res.built), func(i int) error {
+		if err := res.built[i].Finish(); err != nil {
+			return localErr(err)
 		}
-		res.built = append(res.built, b)
+		return nil
+	}); err != nil {
+		return Result{}, err
 	}
 	return res, nil
+}
+
+// eachParallel calls fn(i) for i in [0,n), GOMAXPROCS at a time, and
+// returns every error. It holds no load slot (Options.Limit): it is for
+// a load's own bookkeeping, not for reading files.
+func eachParallel(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for w := min(n, runtime.GOMAXPROCS(0)); w > 0; w-- {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				errs[i] = fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // readFiles reads every unit, opts.Parallel at a time, and returns the

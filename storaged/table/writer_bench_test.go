@@ -49,12 +49,19 @@ func BenchmarkWriteRun(b *testing.B) {
 
 // BenchmarkBuildTable builds one such table into io.Discard: the CPU a
 // table costs before the kernel's share.
-func BenchmarkBuildTable(b *testing.B) {
+func BenchmarkBuildTable(b *testing.B) { benchBuildTable(b, BuildOptions{}) }
+
+// BenchmarkBuildTableNoFilter is BenchmarkBuildTable without the bloom
+// filter, as storaged writes tables it maps (no block cache, plain
+// blocks).
+func BenchmarkBuildTableNoFilter(b *testing.B) { benchBuildTable(b, BuildOptions{BloomBitsPerKey: -1}) }
+
+func benchBuildTable(b *testing.B, o BuildOptions) {
 	ks, val := benchRecords()
 	b.SetBytes(int64(len(ks) * (14 + len(val))))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		w := newSSTWriter(io.Discard, BuildOptions{})
+		w := newSSTWriter(io.Discard, o)
 		for _, k := range ks {
 			if err := w.add(k, val); err != nil {
 				b.Fatal(err)
