@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math"
+	"math/bits"
+	"slices"
 	"strconv"
 	"time"
 
@@ -184,13 +186,16 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 	if frac == 0 {
 		return dst, true
 	}
-	d := [shortDecimals]byte{digitPairs[frac/100*2], digitPairs[frac/100*2+1], digitPairs[frac%100*2], digitPairs[frac%100*2+1]}
-	end := shortDecimals
-	for d[end-1] == '0' {
-		end--
+	// '.' and the four decimals (the high half of digits8's eight) in one
+	// 8-byte store; the trailing zeros, its high zero bytes, cut off.
+	x := digits8(uint32(frac))
+	keep := shortDecimals - bits.LeadingZeros64(x)>>3
+	l := len(dst)
+	if cap(dst)-l < 8 {
+		dst = slices.Grow(dst, 8)
 	}
-	dst = append(dst, '.')
-	return append(dst, d[:end]...), true
+	binary.LittleEndian.PutUint64(dst[l:l+8], '.'|(x+asciiZeros)>>32<<8)
+	return dst[:l+1+keep], true
 }
 
 // jsonPlain[c] says byte c stands for itself inside a JSON string as

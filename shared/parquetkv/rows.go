@@ -1,6 +1,9 @@
 package parquetkv
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // When every JSON field and the key are direct columns (direct.go), rows
 // are formatted a batch at a time, column by column: each column appends
@@ -285,6 +288,18 @@ func (c *directColumn) flatRows(rows [][]byte, f *field, vi []int32) {
 		}
 	case dkString:
 		vals := c.ba
+		if sc := c.dict; sc != nil {
+			for i, k := range vi {
+				b := putPrefix(rows[i], q, qn, pfx)
+				if k < 0 {
+					b = append(b, "null"...)
+				} else {
+					b = sc.append(b, vals[k])
+				}
+				rows[i] = b
+			}
+			return
+		}
 		for i, k := range vi {
 			b := putPrefix(rows[i], q, qn, pfx)
 			if k < 0 {
@@ -347,7 +362,9 @@ func (c *directColumn) listRows(rows [][]byte, f *field) (int, error) {
 				case d < c.midDef:
 					return i, fmt.Errorf("column %s: an element at definition level %d", c.name, d)
 				case d == c.maxDef:
-					if c.kind == dkString {
+					if c.dict != nil {
+						b = c.dict.append(b, c.ba[vp])
+					} else if c.kind == dkString {
 						b = appendJSONString(b, c.ba[vp])
 					} else {
 						b = c.appendItem(b, vp)
@@ -380,4 +397,49 @@ func putPrefix(b []byte, q *[16]byte, n int, pfx []byte) []byte {
 		return b[:l+n]
 	}
 	return append(b, pfx...)
+}
+
+// strCache holds the JSON of a dictionary-encoded string column's short
+// values, by the address and length of their bytes: a dictionary's
+// values are the same few slices of its page over and over, so most
+// values are one lookup and one 16-byte store instead of a scan of their
+// bytes and three appends. It is emptied at every fill, before which
+// every cached address still holds the bytes it was cached for (the
+// decoded values alias buffers that live until the column's next page).
+type strCache struct {
+	ent [64]strEntry
+}
+
+type strEntry struct {
+	p   uintptr // the value's first byte; 0 for none
+	n   int     // the value's length
+	m   int     // the JSON's length, at most 16
+	enc [16]byte
+}
+
+// reset forgets every value.
+func (sc *strCache) reset() {
+	for i := range sc.ent {
+		sc.ent[i].p = 0
+	}
+}
+
+// append appends s as appendJSONString does.
+func (sc *strCache) append(dst, s []byte) []byte {
+	if len(s) == 0 || len(s) > 14 {
+		return appendJSONString(dst, s)
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	e := &sc.ent[(p^p>>6)&63]
+	l := len(dst)
+	if e.p == p && e.n == len(s) && cap(dst)-l >= 16 {
+		*(*[16]byte)(dst[l : l+16]) = e.enc
+		return dst[:l+e.m]
+	}
+	dst = appendJSONString(dst, s)
+	if m := len(dst) - l; m <= 16 {
+		e.p, e.n, e.m = p, len(s), m
+		copy(e.enc[:], dst[l:])
+	}
+	return dst
 }
