@@ -212,6 +212,19 @@ var jsonPlain = func() (t [256]bool) {
 // plain bytes only, what nearly every string column holds, is copied as
 // it is, with no decoding of runes.
 func appendJSONString(dst, s []byte) []byte {
+	if l := len(dst); cap(dst)-l >= len(s)+2 {
+		// Checked and copied in one pass, with no call to memmove:
+		// strings in rows are mostly a few bytes.
+		d := dst[l : l+len(s)+2]
+		for i, c := range s {
+			if !jsonPlain[c] {
+				return wire.AppendJSONString(dst, unsafeString(s))
+			}
+			d[i+1] = c
+		}
+		d[0], d[len(s)+1] = '"', '"'
+		return dst[:l+len(s)+2]
+	}
 	for _, c := range s {
 		if !jsonPlain[c] {
 			return wire.AppendJSONString(dst, unsafeString(s))

@@ -293,8 +293,18 @@ func (c *directColumn) flatRows(rows [][]byte, f *field, vi []int32) {
 				b := putPrefix(rows[i], q, qn, pfx)
 				if k < 0 {
 					b = append(b, "null"...)
+					rows[i] = b
+					continue
+				}
+				// sc.append's hit, without the call.
+				v := vals[k]
+				p := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
+				e := &sc.ent[(p^p>>6)&63]
+				if l := len(b); e.p == p && e.n == len(v) && cap(b)-l >= 16 {
+					*(*[16]byte)(b[l : l+16]) = e.enc
+					b = b[:l+e.m]
 				} else {
-					b = sc.append(b, vals[k])
+					b = sc.append(b, v)
 				}
 				rows[i] = b
 			}
