@@ -206,6 +206,10 @@ type directColumn struct {
 	f64        []float64
 	ba         []parquet.ByteArray
 	i96        []parquet.Int96
+	maxLen     int // the longest of ba's values decoded
+	// dict, for a dictionary-encoded string column, caches the JSON of
+	// its short values (rows.go).
+	dict *strCache
 
 	cur  int  // the current row's value index, -1 for null (flat columns)
 	is64 bool // integers are INT64
@@ -219,6 +223,12 @@ func (c *directColumn) open(rg *file.RowGroupReader) error {
 	c.cr = cr
 	_, c.is64 = cr.(*file.Int64ColumnChunkReader)
 	c.n, c.pos, c.nv, c.vpos = 0, 0, 0, 0
+	c.dict = nil
+	if c.kind == dkString {
+		if cc, err := rg.MetaData().ColumnChunk(c.leaf); err == nil && cc.HasDictionaryPage() {
+			c.dict = &strCache{}
+		}
+	}
 	return nil
 }
 
@@ -293,6 +303,15 @@ func (c *directColumn) fill() error {
 		return fmt.Errorf("column %s: %d values for %d present levels", c.name, nv, present)
 	}
 	c.n, c.pos, c.nv, c.vpos = int(total), 0, nv, 0
+	if c.dict != nil {
+		c.dict.reset()
+	}
+	if c.ba != nil {
+		c.maxLen = 0
+		for _, v := range c.ba[:nv] {
+			c.maxLen = max(c.maxLen, len(v))
+		}
+	}
 	return nil
 }
 
@@ -460,7 +479,11 @@ func (c *directColumn) key(buf *[]byte) ([]byte, error) {
 	if c.cur < 0 {
 		return nil, fmt.Errorf("null key")
 	}
-	k := c.cur
+	return c.keyAt(c.cur, buf)
+}
+
+// keyAt returns the key of value k, as key does.
+func (c *directColumn) keyAt(k int, buf *[]byte) ([]byte, error) {
 	switch c.kind {
 	case dkString, dkBinary:
 		return c.ba[k], nil

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,13 +17,14 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
-// readBoth reads data with direct columns and with every leaf through
-// arrow-go's record reader, and fails unless both give the same records,
-// or both fail. It returns how many records were read.
+// readBoth reads data with direct columns, in batches of rows and a row
+// at a time, and with every leaf through arrow-go's record reader, and
+// fails unless all give the same records, or all fail. It returns how
+// many records were read.
 func readBoth(t *testing.T, name string, data []byte, f Format) int {
 	t.Helper()
-	read := func(noDirect bool) ([]record, error) {
-		r, err := NewReader(bytes.NewReader(data), int64(len(data)), name, f, Options{BatchRows: 100, noDirect: noDirect})
+	read := func(noDirect, noBatch bool) ([]record, error) {
+		r, err := NewReader(bytes.NewReader(data), int64(len(data)), name, f, Options{BatchRows: 100, noDirect: noDirect, noBatch: noBatch})
 		if err != nil {
 			return nil, err
 		}
@@ -33,17 +35,21 @@ func readBoth(t *testing.T, name string, data []byte, f Format) int {
 		}
 		return out, r.Err()
 	}
-	direct, derr := read(false)
-	arrow, aerr := read(true)
-	if (derr == nil) != (aerr == nil) {
-		t.Fatalf("%s: direct columns: %v; arrow-go: %v", name, derr, aerr)
+	direct, derr := read(false, false)
+	single, serr := read(false, true)
+	arrow, aerr := read(true, false)
+	if (derr == nil) != (aerr == nil) || (serr == nil) != (aerr == nil) {
+		t.Fatalf("%s: direct columns: %v; a row at a time: %v; arrow-go: %v", name, derr, serr, aerr)
 	}
-	if len(direct) != len(arrow) {
-		t.Fatalf("%s: %d records direct, %d through arrow-go", name, len(direct), len(arrow))
+	if derr != nil && derr.Error() != serr.Error() {
+		t.Fatalf("%s: direct columns in batches: %v; a row at a time: %v", name, derr, serr)
+	}
+	if len(direct) != len(arrow) || len(single) != len(arrow) {
+		t.Fatalf("%s: %d records direct, %d a row at a time, %d through arrow-go", name, len(direct), len(single), len(arrow))
 	}
 	for i := range direct {
-		if direct[i] != arrow[i] {
-			t.Fatalf("%s: record %d:\ndirect   %q\narrow-go %q", name, i, direct[i], arrow[i])
+		if direct[i] != arrow[i] || single[i] != arrow[i] {
+			t.Fatalf("%s: record %d:\ndirect   %q\nsingle   %q\narrow-go %q", name, i, direct[i], single[i], arrow[i])
 		}
 	}
 	return len(direct)
@@ -176,6 +182,9 @@ func TestDirectWritten(t *testing.T) {
 				t.Fatalf("%d rows", n)
 			}
 			readBoth(t, "direct.parquet", data, Format{KeyColumn: "id", Columns: []string{"id", "u64", "tags"}, Duplicates: DuplicatesError})
+			// Every field direct: rows formatted in batches.
+			readBoth(t, "direct.parquet", data, Format{KeyColumn: "id", ExcludeColumns: []string{"st"}, Duplicates: DuplicatesError})
+			readBoth(t, "direct.parquet", data, Format{KeyColumn: "s", ExcludeColumns: []string{"st"}, Duplicates: DuplicatesFirst})
 			for _, k := range []string{"i8", "i16", "u8", "u16", "u32", "u64", "s", "bin"} {
 				readBoth(t, "direct.parquet", data, Format{KeyColumn: k, Duplicates: DuplicatesFirst})
 			}
@@ -262,5 +271,72 @@ func TestJSONValueBounded(t *testing.T) {
 			t.Errorf("noDirect %v: %d rows before the error, want 2", noDirect, n)
 		}
 		wantErr(t, r.Err(), "big.parquet", "row 2", "JSON value passes 40960 bytes")
+	}
+}
+
+// TestBatchesBoundedAndSame: rows of long strings and lists are cut into
+// batches by their bytes, or formatted alone, and print as a row at a
+// time prints them; with a lower row bound, both stop at the same row
+// with the same error.
+func TestBatchesBoundedAndSame(t *testing.T) {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String)},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	const rows = 3000
+	data := writeParquet(t, sc, 3, func(b *array.RecordBuilder, batch int) {
+		for i := batch * 1000; i < (batch+1)*1000; i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i))
+			switch {
+			case i%97 == 5:
+				b.Field(1).AppendNull()
+			case i%500 == 7:
+				b.Field(1).(*array.StringBuilder).Append(strings.Repeat("\x01", 60<<10+i)) // 6 bytes each
+			default:
+				b.Field(1).(*array.StringBuilder).Append(strings.Repeat("x", i%300))
+			}
+			lb := b.Field(2).(*array.ListBuilder)
+			lb.Append(true)
+			n := i % 4
+			if i%700 == 3 {
+				n = 3000 + i // spans levels windows
+			}
+			for k := 0; k < n; k++ {
+				lb.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprint("t", k))
+			}
+			b.Field(3).(*array.Float64Builder).Append(float64(i) / 7)
+		}
+	}, parquet.WithDataPageSize(64<<10), parquet.WithMaxRowGroupLength(1300))
+	if n := readBoth(t, "batches.parquet", data, Format{KeyColumn: "id", Duplicates: DuplicatesError}); n != rows {
+		t.Fatalf("%d rows", n)
+	}
+	for _, limit := range []int{400 << 10, 200 << 10, 20 << 10} {
+		var got [2][]record
+		var errs [2]error
+		for k, noBatch := range []bool{false, true} {
+			r, err := NewReader(bytes.NewReader(data), int64(len(data)), "batches.parquet", Format{KeyColumn: "id", Duplicates: DuplicatesError},
+				Options{maxJSON: limit, noBatch: noBatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r.Next() {
+				got[k] = append(got[k], record{string(r.Key()), string(r.Value())})
+			}
+			errs[k] = r.Err()
+			r.Close()
+		}
+		if len(got[0]) != len(got[1]) || fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
+			t.Fatalf("limit %d: batches %d rows, %v; a row at a time %d rows, %v", limit, len(got[0]), errs[0], len(got[1]), errs[1])
+		}
+		for i := range got[0] {
+			if got[0][i] != got[1][i] {
+				t.Fatalf("limit %d: row %d differs", limit, i)
+			}
+		}
+		if limit < 300<<10 && errs[0] == nil {
+			t.Errorf("limit %d: no error", limit)
+		}
 	}
 }

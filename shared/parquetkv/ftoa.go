@@ -1,8 +1,10 @@
 package parquetkv
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -217,42 +219,47 @@ func appendDecimal(dst []byte, d uint64, e int) []byte {
 }
 
 // putDigits writes v's decimal digits right-aligned in buf and returns
-// where they start: the low sixteen eight at a time, each in four
-// independent pairs (a chain of divisions by 10 is a chain of dependent
-// multiplies), then the leading ones by pairs. The indexes are masked
-// so that the compiler drops their bounds checks.
+// where they start: eight digits at a time (digits8), the leading
+// block's zeros left out.
 func putDigits(buf *[digitsBuf]byte, v uint64) int {
 	i := digitsBuf
-	if v >= 1e8 {
-		put8((*[8]byte)(buf[digitsBuf-8:]), uint32(v%1e8))
+	for v >= 1e8 { // at most twice
+		binary.LittleEndian.PutUint64(buf[i-8:i], digits8(uint32(v%1e8))+asciiZeros)
 		v /= 1e8
 		i -= 8
-		if v >= 1e8 {
-			put8((*[8]byte)(buf[digitsBuf-16:digitsBuf-8]), uint32(v%1e8))
-			v /= 1e8
-			i -= 8
-		}
 	}
-	w := uint32(v)
-	for w >= 100 {
-		p := w % 100 * 2
-		w /= 100
-		i -= 2
-		buf[i&(digitsBuf-1)], buf[(i+1)&(digitsBuf-1)] = digitPairs[p], digitPairs[p+1]
-	}
-	if w >= 10 {
-		i -= 2
-		buf[i&(digitsBuf-1)], buf[(i+1)&(digitsBuf-1)] = digitPairs[w*2], digitPairs[w*2+1]
-	} else {
-		i--
-		buf[i&(digitsBuf-1)] = byte('0' + w)
-	}
-	return i
+	x := digits8(uint32(v))
+	binary.LittleEndian.PutUint64(buf[i-8:i], x+asciiZeros)
+	return i - 8 + leadingZeros8(x)
 }
 
 // digitsBuf is the size of putDigits' buffer: a power of two above the
 // 20 digits of the largest uint64.
 const digitsBuf = 32
+
+// asciiZeros turns the eight digit values of digits8 into ASCII.
+const asciiZeros = 0x3030303030303030
+
+// digits8 returns the eight decimal digits of v < 10^8, zero-padded, as
+// the bytes of a little-endian uint64, the first digit in the lowest
+// byte: v split into two halves of four digits, each into two of two,
+// each into two digits, every split done on all lanes at once by a
+// multiply and shift that divide exactly in their range (n*10486>>20 is
+// n/100 for n < 10^4, n*103>>10 is n/10 for n < 100; no lane's product
+// reaches the next lane).
+func digits8(v uint32) uint64 {
+	x := uint64(v/10000) | uint64(v%10000)<<32
+	hundreds := (x * 10486 >> 20) & 0x0000007f0000007f
+	x = hundreds | (x-hundreds*100)<<16
+	tens := (x * 103 >> 10) & 0x000f000f000f000f
+	return tens | (x-tens*10)<<8
+}
+
+// leadingZeros8 is how many of digits8's digits lead with zeros, at most
+// seven: a zero value is the one digit 0.
+func leadingZeros8(x uint64) int {
+	return bits.TrailingZeros64(x|1<<56) >> 3
+}
 
 // appendUint appends v in decimal, as strconv.AppendUint(dst, v, 10).
 func appendUint(dst []byte, v uint64) []byte {
@@ -262,9 +269,28 @@ func appendUint(dst []byte, v uint64) []byte {
 		}
 		return append(dst, digitPairs[v*2], digitPairs[v*2+1])
 	}
-	var buf [digitsBuf]byte
-	i := putDigits(&buf, v)
-	return append(dst, buf[i:]...)
+	if v >= 1e16 {
+		var buf [digitsBuf]byte
+		i := putDigits(&buf, v)
+		return append(dst, buf[i:]...)
+	}
+	// 8-byte stores of the digits, those leading with zeros shifted out.
+	l := len(dst)
+	if cap(dst)-l < 16 {
+		dst = slices.Grow(dst, 16)
+	}
+	if v >= 1e8 {
+		x := digits8(uint32(v / 1e8))
+		z := leadingZeros8(x)
+		binary.LittleEndian.PutUint64(dst[l:l+8], (x+asciiZeros)>>(8*z))
+		l += 8 - z
+		binary.LittleEndian.PutUint64(dst[l:l+8], digits8(uint32(v%1e8))+asciiZeros)
+		return dst[:l+8]
+	}
+	x := digits8(uint32(v))
+	z := leadingZeros8(x)
+	binary.LittleEndian.PutUint64(dst[l:l+8], (x+asciiZeros)>>(8*z))
+	return dst[:l+8-z]
 }
 
 // appendInt appends v in decimal, as strconv.AppendInt(dst, v, 10).
@@ -275,14 +301,4 @@ func appendInt(dst []byte, v int64) []byte {
 		return appendUint(append(dst, '-'), uint64(-v))
 	}
 	return appendUint(dst, uint64(v))
-}
-
-// put8 writes v < 10^8 as eight digits.
-func put8(b *[8]byte, v uint32) {
-	hi, lo := v/10000, v%10000
-	a, bb, c, d := hi/100*2, hi%100*2, lo/100*2, lo%100*2
-	b[0], b[1] = digitPairs[a], digitPairs[a+1]
-	b[2], b[3] = digitPairs[bb], digitPairs[bb+1]
-	b[4], b[5] = digitPairs[c], digitPairs[c+1]
-	b[6], b[7] = digitPairs[d], digitPairs[d+1]
 }

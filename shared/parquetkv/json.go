@@ -2,7 +2,10 @@ package parquetkv
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"math"
+	"math/bits"
+	"slices"
 	"strconv"
 	"time"
 
@@ -183,13 +186,16 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 	if frac == 0 {
 		return dst, true
 	}
-	d := [shortDecimals]byte{digitPairs[frac/100*2], digitPairs[frac/100*2+1], digitPairs[frac%100*2], digitPairs[frac%100*2+1]}
-	end := shortDecimals
-	for d[end-1] == '0' {
-		end--
+	// '.' and the four decimals (the high half of digits8's eight) in one
+	// 8-byte store; the trailing zeros, its high zero bytes, cut off.
+	x := digits8(uint32(frac))
+	keep := shortDecimals - bits.LeadingZeros64(x)>>3
+	l := len(dst)
+	if cap(dst)-l < 8 {
+		dst = slices.Grow(dst, 8)
 	}
-	dst = append(dst, '.')
-	return append(dst, d[:end]...), true
+	binary.LittleEndian.PutUint64(dst[l:l+8], '.'|(x+asciiZeros)>>32<<8)
+	return dst[:l+1+keep], true
 }
 
 // jsonPlain[c] says byte c stands for itself inside a JSON string as
@@ -206,6 +212,19 @@ var jsonPlain = func() (t [256]bool) {
 // plain bytes only, what nearly every string column holds, is copied as
 // it is, with no decoding of runes.
 func appendJSONString(dst, s []byte) []byte {
+	if l := len(dst); cap(dst)-l >= len(s)+2 {
+		// Checked and copied in one pass, with no call to memmove:
+		// strings in rows are mostly a few bytes.
+		d := dst[l : l+len(s)+2]
+		for i, c := range s {
+			if !jsonPlain[c] {
+				return wire.AppendJSONString(dst, unsafeString(s))
+			}
+			d[i+1] = c
+		}
+		d[0], d[len(s)+1] = '"', '"'
+		return dst[:l+len(s)+2]
+	}
 	for _, c := range s {
 		if !jsonPlain[c] {
 			return wire.AppendJSONString(dst, unsafeString(s))
@@ -267,21 +286,25 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 		return appendTime(dst, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
 	}
 	y, m, d := civil(days)
-	// "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" in quotes: 32 bytes at most.
+	// "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" in quotes: 32 bytes at most. The
+	// date's eight digits and the time's six are each made at once
+	// (digits8), then placed around their separators.
 	var b [32]byte
 	b[0] = '"'
-	put4(b[1:5], y)
+	date := digits8(uint32(y*10000+m*100+d)) + asciiZeros
+	binary.LittleEndian.PutUint32(b[1:5], uint32(date))
 	b[5] = '-'
-	put2(b[6:8], m)
+	binary.LittleEndian.PutUint16(b[6:8], uint16(date>>32))
 	b[8] = '-'
-	put2(b[9:11], d)
+	binary.LittleEndian.PutUint16(b[9:11], uint16(date>>48))
 	b[11] = 'T'
-	hms := int(sod)
-	put2(b[12:14], hms/3600)
+	hms := uint32(sod)
+	clock := digits8(hms/3600*10000+hms/60%60*100+hms%60) + asciiZeros
+	binary.LittleEndian.PutUint16(b[12:14], uint16(clock>>16))
 	b[14] = ':'
-	put2(b[15:17], hms/60%60)
+	binary.LittleEndian.PutUint16(b[15:17], uint16(clock>>32))
 	b[17] = ':'
-	put2(b[18:20], hms%60)
+	binary.LittleEndian.PutUint16(b[18:20], uint16(clock>>48))
 	n := 20
 	if frac != 0 {
 		// frac's width digits, zero-padded: those of 10^width + frac
@@ -296,24 +319,16 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 		n += 1 + copy(b[n+1:], digs[:width])
 	}
 	b[n], b[n+1] = 'Z', '"'
+	if l := len(dst); cap(dst)-l >= len(b) {
+		// One 32-byte store, not a call to memmove.
+		*(*[32]byte)(dst[l : l+len(b)]) = b
+		return dst[:l+n+2]
+	}
 	return append(dst, b[:n+2]...)
 }
 
 // fracPad[w] is 10^w, for the widths of a timestamp's fraction.
 var fracPad = [10]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
-
-// put2 writes v < 100 as two digits.
-func put2(b []byte, v int) {
-	_ = b[1]
-	b[0], b[1] = digitPairs[v*2], digitPairs[v*2+1]
-}
-
-// put4 writes v < 10000 as four digits.
-func put4(b []byte, v int) {
-	_ = b[3]
-	hi, lo := v/100*2, v%100*2
-	b[0], b[1], b[2], b[3] = digitPairs[hi], digitPairs[hi+1], digitPairs[lo], digitPairs[lo+1]
-}
 
 // civil returns the proleptic Gregorian date of a day number counted
 // from 1970-01-01, for the years 1 to 9999 (days in [-719162, 2932897)).

@@ -38,6 +38,10 @@ type Options struct {
 	// noDirect reads every leaf but INT96 through arrow-go's record
 	// reader: how tests check that direct columns print the same.
 	noDirect bool
+
+	// noBatch formats every row alone, not in batches (rows.go): how
+	// tests check that batches print the same.
+	noBatch bool
 }
 
 // Reader streams the key/value records of one Parquet file. Not safe for
@@ -62,6 +66,7 @@ type Reader struct {
 	cols     batchCols
 	row      int // the next row's index in batch
 	rows     int // batch's rows
+	bat      rowBatch
 
 	key, val       []byte
 	keyBuf, valBuf []byte // what key and val are formatted into
@@ -117,6 +122,7 @@ func NewReader(r io.ReaderAt, size int64, name string, f Format, opts Options) (
 	if rd.plan, err = newPlan(pf, fr, f, !opts.noDirect); err != nil {
 		return nil, rd.fail(err, "schema")
 	}
+	rd.plan.batch = !opts.noBatch && rd.plan.batchable()
 	return rd, nil
 }
 
@@ -198,6 +204,30 @@ func (r *Reader) Next() (ok bool) {
 		r.rg++
 	}
 	g, row := r.rg-1, r.groupRow
+	fail := func(err error) bool {
+		r.err = r.fail(nil, "row group %d row %d: %v", g, row, err)
+		return false
+	}
+	if r.plan.batch {
+		b := &r.bat
+		if b.i == b.n && b.err == nil {
+			r.formatBatch()
+		}
+		if b.i < b.n {
+			if err := r.nextInBatch(); err != nil {
+				return fail(err)
+			}
+			return true
+		}
+		if b.err != nil {
+			// The row's key first, as without batches.
+			if kd := r.plan.keyDirect; kd != nil && b.n < len(b.keys) && b.keys[b.n] < 0 {
+				return fail(fmt.Errorf("null key"))
+			}
+			return fail(b.err)
+		}
+		// No batch: this row is formatted alone.
+	}
 	if r.rr != nil && r.row >= r.rows && !r.nextBatch() {
 		return false
 	}
@@ -205,10 +235,6 @@ func (r *Reader) Next() (ok bool) {
 	r.row++
 	r.left--
 	r.groupRow++
-	fail := func(err error) bool {
-		r.err = r.fail(nil, "row group %d row %d: %v", g, row, err)
-		return false
-	}
 	for _, d := range r.plan.flat {
 		if d.pos < d.n {
 			d.step()
@@ -252,6 +278,32 @@ func (r *Reader) Next() (ok bool) {
 	}
 	r.n++
 	return true
+}
+
+// nextInBatch gives the batch's next row.
+func (r *Reader) nextInBatch() error {
+	b := &r.bat
+	i := b.i
+	b.i++
+	r.left--
+	r.groupRow++
+	if kd := r.plan.keyDirect; kd != nil {
+		k := b.keys[i]
+		if k < 0 {
+			return fmt.Errorf("null key")
+		}
+		key, err := kd.keyAt(int(k), &r.keyBuf)
+		if err != nil {
+			return err
+		}
+		r.key = key
+	} else {
+		r.keyBuf = strconv.AppendInt(r.keyBuf[:0], r.n, 10)
+		r.key = r.keyBuf
+	}
+	r.val = b.rows[i]
+	r.n++
+	return nil
 }
 
 // Key returns the current key, valid until the next call to Next.
@@ -368,6 +420,7 @@ func (r *Reader) openGroup(g int) error {
 	}
 	r.inGroup = true
 	r.left, r.groupRow = rgm.NumRows(), 0
+	r.bat.reset()
 	if r.left == 0 {
 		return nil
 	}
@@ -398,12 +451,15 @@ type plan struct {
 	valPath   []string        // dotted value path; nil for JSON
 	valDirect *directColumn   // the value column, when read directly
 	fields    []field         // JSON fields in file order
+	batch     bool            // rows are formatted in batches (rows.go)
 }
 
 // field is one top-level column of a JSON value.
 type field struct {
 	name   string
 	quoted []byte // '{' (the first) or ',', the JSON-quoted name, ':'
+	// quoted16 holds quoted padded to 16 bytes, when it fits (rows.go).
+	quoted16 [16]byte
 
 	direct *directColumn // nil: the batch's column of that name
 }
@@ -543,6 +599,7 @@ func newPlan(pf *file.Reader, fr *pqarrow.FileReader, f Format, direct bool) (pl
 			lead = '{'
 		}
 		p.fields[k].quoted = append(wire.AppendJSONString([]byte{lead}, p.fields[k].name), ':')
+		copy(p.fields[k].quoted16[:], p.fields[k].quoted)
 	}
 	slices.Sort(p.leaves)
 	return p, nil
