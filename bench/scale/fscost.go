@@ -100,7 +100,7 @@ func scrapeBy(ctx context.Context, url, name, label string) (map[string]float64,
 	if err != nil {
 		return nil, fmt.Errorf("scale: %w", err)
 	}
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scale: %w", err)
