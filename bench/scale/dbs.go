@@ -43,6 +43,11 @@ const (
 	window = 5 * time.Second
 	// heapMetric is the Go collector's live heap figure.
 	heapMetric = "go_memstats_heap_alloc_bytes"
+	// partitionsMetric counts a storaged's partitions loaded, by where
+	// they came from (label from: source or peer).
+	partitionsMetric = "spangle_storaged_partitions_loaded_total"
+	// probePartitions is how many small partitions createCost makes.
+	probePartitions = 200
 )
 
 // DBsPoint is one size of the dbs dimension: DBs dbs of 8 partitions on
@@ -59,6 +64,19 @@ type DBsPoint struct {
 	// the times on a shared machine.
 	HalfS        float64 `json:"half_s,omitempty"`
 	StoragedCPUS float64 `json:"storaged_cpu_s,omitempty"`
+	// StoragedSysS is the system part of StoragedCPUS; StoragedBuilt and
+	// StoragedCopied the partitions the three had built from the source
+	// and copied from a peer by then (spangle_storaged_partitions_loaded_total):
+	// whether more CPU is more work or dearer system calls.
+	StoragedSysS   float64 `json:"storaged_sys_s,omitempty"`
+	StoragedBuilt  int     `json:"storaged_built,omitempty"`
+	StoragedCopied int     `json:"storaged_copied,omitempty"`
+	// CreateUs is, measured just before the processes start, the CPU
+	// time a created inode costs in a fresh directory beside the stores
+	// (see createCost): what the filesystem charges storaged for each file
+	// of a partition. On ext4 without a journal it grows for a minute or
+	// more after many files were deleted on it, by any process.
+	CreateUs float64 `json:"create_us,omitempty"`
 	// SettledS is from the start until every partition has its
 	// replication's replicas registered and ZooKeeper's znode and watch
 	// counts stopped changing.
@@ -180,6 +198,13 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 			return p, fmt.Errorf("scale: writing db %d: %w", i, err)
 		}
 	}
+	probe, err := r.dir("create-probe")
+	if err != nil {
+		return p, err
+	}
+	if p.CreateUs, err = createCost(probe, probePartitions); err != nil {
+		return p, err
+	}
 	zkDir, err := r.dir("zk")
 	if err != nil {
 		return p, err
@@ -219,14 +244,24 @@ func (r *run) dbsPoint(ctx context.Context, n int) (DBsPoint, error) {
 	}
 	p.ActiveS = time.Since(t0).Seconds()
 	for _, st := range c.storaged {
-		cpu, err := cpuSeconds(st.Pid())
+		user, system, err := cpuSeconds(st.Pid())
 		if err != nil {
 			return p, err
 		}
-		p.StoragedCPUS += cpu
+		p.StoragedCPUS += user + system
+		p.StoragedSysS += system
+		// A figure to explain the others: a node too busy to answer
+		// leaves it out rather than fail the point.
+		from, err := scrapeBy(ctx, "http://"+st.Addr+"/metrics", partitionsMetric, "from")
+		if err != nil {
+			r.log.Warn("partitions loaded", zap.String("storaged", st.Addr), zap.Error(err))
+		}
+		p.StoragedBuilt += int(from["source"])
+		p.StoragedCopied += int(from["peer"])
 	}
 	r.log.Info("every db served", zap.Int("dbs", n), zap.Float64("s", p.ActiveS), zap.Float64("half_s", p.HalfS),
-		zap.Float64("storaged_cpu_s", p.StoragedCPUS))
+		zap.Float64("storaged_cpu_s", p.StoragedCPUS), zap.Float64("storaged_sys_s", p.StoragedSysS),
+		zap.Int("built", p.StoragedBuilt), zap.Int("copied", p.StoragedCopied), zap.Float64("create_us", p.CreateUs))
 	// routerd serves a version once each partition has one replica; the
 	// second replicas register later. The idle window must start after.
 	if err := waitReplicated(ctx, c.routerd, n, replication); err != nil {
@@ -468,25 +503,25 @@ func pageSize(ctx context.Context, url string) (int, error) {
 
 // cpuSeconds is a process's user and system CPU time so far, from
 // /proc/<pid>/stat (in clock ticks of 1/100 s, Linux's USER_HZ).
-func cpuSeconds(pid int) (float64, error) {
+func cpuSeconds(pid int) (user, system float64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("scale: %w", err)
+		return 0, 0, fmt.Errorf("scale: %w", err)
 	}
 	// The command name (field 2) may hold spaces: fields count from
 	// after its closing parenthesis, where field 3 is the state.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("scale: /proc/%d/stat: no command name", pid)
+		return 0, 0, fmt.Errorf("scale: /proc/%d/stat: no command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return 0, fmt.Errorf("scale: /proc/%d/stat: %d fields", pid, len(f))
+		return 0, 0, fmt.Errorf("scale: /proc/%d/stat: %d fields", pid, len(f))
 	}
 	utime, err1 := strconv.ParseUint(f[11], 10, 64)
 	stime, err2 := strconv.ParseUint(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("scale: /proc/%d/stat: %w", pid, err)
+		return 0, 0, fmt.Errorf("scale: /proc/%d/stat: %w", pid, err)
 	}
-	return float64(utime+stime) / 100, nil
+	return float64(utime) / 100, float64(stime) / 100, nil
 }

@@ -49,6 +49,10 @@ type Options struct {
 	TempDir string
 	// Keep leaves the temporary dir (datasets, stores, logs) behind.
 	Keep bool
+	// SameGroups leaves the temporary dir's subdirectories where the
+	// filesystem would put them by default: on ext4, next to the dirs
+	// earlier runs removed (see spread).
+	SameGroups bool
 	// DBsLogLevel is the --log-level of the dbs dimension's storaged
 	// (default warn; info logs each version's load, with Keep).
 	DBsLogLevel string
@@ -118,7 +122,10 @@ type Results struct {
 	// Machine describes where it ran; figures compare only within a run.
 	Machine string `json:"machine"`
 	// Note says what kind of run this was.
-	Note    string      `json:"note,omitempty"`
+	Note string `json:"note,omitempty"`
+	// Spread is whether the run's dirs were spread over the filesystem
+	// (spreadDirs).
+	Spread  bool        `json:"spread,omitempty"`
 	LoadEnd string      `json:"load_average_at_end"`
 	Keys    []KeysPoint `json:"keys,omitempty"`
 	DBs     []DBsPoint  `json:"dbs,omitempty"`
@@ -151,11 +158,19 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
+	spread := false
+	if !o.SameGroups {
+		if err := spreadDirs(tmp); err != nil {
+			o.Logger.Info("the run's dirs go where the filesystem puts them", zap.Error(err))
+		} else {
+			spread = true
+		}
+	}
 	r := &run{o: o, log: o.Logger, tmp: tmp, logs: filepath.Join(tmp, "logs")}
 	if err := os.MkdirAll(r.logs, 0o755); err != nil {
 		return nil, fmt.Errorf("scale: %w", err)
 	}
-	res := &Results{Started: time.Now(), Machine: suite.Machine(), Note: o.Note}
+	res := &Results{Started: time.Now(), Machine: suite.Machine(), Note: o.Note, Spread: spread}
 	for _, n := range o.Keys {
 		if ctx.Err() != nil {
 			break
@@ -188,11 +203,14 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	return res, nil
 }
 
-// dir returns a fresh directory under the run's dir.
+// dir returns a fresh directory under the run's dir. Its name ends in
+// random characters: ext4 places a top directory's subdirectory
+// (spreadDirs) by its name's hash, and the same names in every run
+// would put each run's stores where the last run's were just removed.
 func (r *run) dir(name string) (string, error) {
 	r.seq++
-	d := filepath.Join(r.tmp, fmt.Sprintf("%s-%d", name, r.seq))
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	d, err := os.MkdirTemp(r.tmp, fmt.Sprintf("%s-%d-", name, r.seq))
+	if err != nil {
 		return "", fmt.Errorf("scale: %w", err)
 	}
 	return d, nil

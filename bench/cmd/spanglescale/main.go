@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string) error {
 	bin := fs.String("bin", "bin", "directory holding the storaged and routerd binaries")
 	tmp := fs.String("tmp", "", "parent of the run's temporary dir (default the system's; needs about 2.2x the largest dataset free)")
 	keep := fs.Bool("keep", false, "keep the temporary dir (datasets, stores, process logs)")
+	sameGroups := fs.Bool("same-groups", false, "do not ask ext4 to spread the run's dirs away from recently removed files (see bench/README.md, issue 25)")
 	dbsLog := fs.String("dbs-log-level", "warn", "--log-level of the dbs dimension's storaged (info logs every version's load; see -keep)")
 	out := fs.String("out", "bench/results-scale", "directory for results.json, table.md, keys.png and dbs.png")
 	note := fs.String("note", "", "a line written above the figures (say, what kind of run this was)")
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string) error {
 			Keys: ks, DBs: ds, SkipKeys: len(ks) == 0, SkipDBs: len(ds) == 0, Files: *files,
 			Conns: *conns, Rounds: *rounds, Round: *round, Loads: *loads,
 			Storaged: filepath.Join(*bin, "storaged"), Routerd: filepath.Join(*bin, "routerd"),
-			TempDir: *tmp, Keep: *keep, DBsLogLevel: *dbsLog, Note: *note, Logger: log,
+			TempDir: *tmp, Keep: *keep, SameGroups: *sameGroups, DBsLogLevel: *dbsLog, Note: *note, Logger: log,
 		})
 	}
 	if res == nil {
