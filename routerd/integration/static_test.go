@@ -199,7 +199,11 @@ func TestOverloadedReplicaSheds(t *testing.T) {
 			}
 		}
 	}()
-	rs := readers(ctx, 8, rd.base, testDB, testKeys)
+	// 32 readers: routerd pipelines a node's GETs on one connection up
+	// to 8 at once (routerd/proxy/pipe.go), and storaged counts one
+	// lookup at a time per connection, so the busy replica sees a
+	// second lookup at once only past 8 outstanding.
+	rs := readers(ctx, 32, rd.base, testDB, testKeys)
 	el := time.Since(start)
 	reads, failures, samples, _, _ := total(rs)
 	shed := 0

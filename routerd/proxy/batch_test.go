@@ -55,10 +55,10 @@ func TestHTTPUpstreamBatch(t *testing.T) {
 	}
 }
 
-// TestBatchOnGetConnections: batches and single GETs take turns on one
-// kept-alive connection, head and body of a batch arrive whole, and a
-// batch whose kept-alive connection the node closed is sent once more
-// on a new one, as a GET is.
+// TestBatchOnGetConnections: batches keep one kept-alive connection
+// (single GETs keep their pipelined one beside it), head and body of a
+// batch arrive whole, and a batch whose kept-alive connection the node
+// closed is sent once more on a new one, as a GET is.
 func TestBatchOnGetConnections(t *testing.T) {
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +104,7 @@ func TestBatchOnGetConnections(t *testing.T) {
 			srv.CloseClientConnections() // the node drops its kept-alive connections
 		}
 	}
-	if n := conns.Load(); n != 2 {
-		t.Fatalf("%d connections, want 2 (one before the node closed it, one after)", n)
+	if n := conns.Load(); n != 4 {
+		t.Fatalf("%d connections, want 4 (the batches' and the GETs', before the node closed them and after)", n)
 	}
 }

@@ -16,14 +16,15 @@ import (
 	"spangle/shared/wire"
 )
 
-// A single GET goes to storaged through getConns rather than
-// net/http.Transport: the calling goroutine writes the request and reads
-// the answer itself on a kept-alive connection, where the Transport hands
-// each request to a writer goroutine and each answer back from a reader
-// goroutine, and allocates a Request, a Response and their headers. A
-// batch lookup (a POST of its keys) goes the same way, on the same
-// connections: it is as read-only as a GET, so it too is sent once more
-// when a kept-alive connection turns out closed.
+// A batch lookup (a POST of its keys) goes to storaged through getConns
+// rather than net/http.Transport: the calling goroutine writes the
+// request and reads the answer itself on a kept-alive connection of its
+// own, where the Transport hands each request to a writer goroutine and
+// each answer back from a reader goroutine, and allocates a Request, a
+// Response and their headers. It is as read-only as a GET, so it too is
+// sent once more when a kept-alive connection turns out closed. Single
+// GETs are pipelined instead (pipe.go), and take this way only once the
+// upstream is closed.
 
 // maxKeptWriteBuf bounds the write buffer a connection keeps between
 // requests: a batch's is as big as its keys; a bigger one is let go.

@@ -51,9 +51,9 @@ func tlsPair(t *testing.T) (srv, cli *tlsconfig.Source) {
 }
 
 // An abandoned GET (its lookup timed out while the node was still
-// working) leaves its connection to read the late answer and serve the
-// next request, in plaintext and over TLS: no new connection, so no new
-// handshake.
+// working) leaves its pipelined connection to read the late answer and
+// serve the next request, in plaintext and over TLS: no new connection,
+// so no new handshake.
 func TestGetAbandonedKeepsConnection(t *testing.T) {
 	for _, mode := range []string{"plain", "tls"} {
 		t.Run(mode, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestGetAbandonedKeepsConnection(t *testing.T) {
 			// The late answer is read in the background; then the
 			// connection is idle again.
 			deadline := time.Now().Add(5 * time.Second)
-			for u.gets.idleCount(addr) == 0 && time.Now().Before(deadline) {
+			for u.pipes.idleCount(addr) == 0 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			for i := 0; i < 5; i++ {
@@ -182,6 +182,7 @@ func TestGetAfterNodeClosedEveryConnection(t *testing.T) {
 		}
 	}()
 	u := NewHTTPUpstream(HTTPOptions{})
+	u.pipes.depth = 1 // overlapping GETs open several connections
 	defer u.CloseIdleConnections()
 	get := func() error {
 		resp, err := u.Get(context.Background(), l.Addr().String(), &Request{DB: "db", Version: "v", Key: []byte("k")})

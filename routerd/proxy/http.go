@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
@@ -40,7 +41,8 @@ type HTTPOptions struct {
 // connections of its own (conn.go): single GETs and batch lookups alike.
 // It is safe for concurrent use.
 type HTTPUpstream struct {
-	gets     *getConns
+	gets     *getConns // batches, and single GETs once closed
+	pipes    *pipes    // single GETs, pipelined (pipe.go)
 	maxValue int64
 }
 
@@ -63,6 +65,7 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 	}
 	return &HTTPUpstream{
 		gets:     newGetConns(dial, opts.MaxIdleConnsPerHost, idleConnTimeout),
+		pipes:    newPipes(dial, opts.MaxIdleConnsPerHost, idleConnTimeout, opts.MaxValueSize),
 		maxValue: opts.MaxValueSize,
 	}
 }
@@ -70,17 +73,21 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 // idleConnTimeout: a connection idle longer is closed, not reused.
 const idleConnTimeout = 90 * time.Second
 
-// CloseIdleConnections closes the pooled connections.
+// CloseIdleConnections closes the pooled connections that carry no
+// request.
 func (u *HTTPUpstream) CloseIdleConnections() {
 	u.gets.closeIdle()
+	u.pipes.closeIdle()
 }
 
-// Close is for shutdown: it closes the pooled connections, and those of
-// single GETs that go back to the pool later (a late answer drained, a
-// dial that outlived its request) are closed too. Lookups may still be
-// made; their connections are not kept.
+// Close is for shutdown: it closes the pooled connections (single GETs
+// still waiting on a pipelined one fail), and those that go back to the
+// pool later (a late answer drained, a dial that outlived its request)
+// are closed too. Lookups may still be made, each on a connection of its
+// own that is not kept.
 func (u *HTTPUpstream) Close() {
 	u.gets.close()
+	u.pipes.close()
 }
 
 // Get implements Upstream: GET http(s)://<addr>/<db>/<escaped key> pinned
@@ -89,5 +96,13 @@ func (u *HTTPUpstream) Get(ctx context.Context, addr string, req *Request) (*Res
 	if req.Keys != nil {
 		return u.post(ctx, addr, req)
 	}
-	return u.gets.get(ctx, addr, wire.KeyPath(req.DB, req.Key), req.Version, nil, u.maxValue)
+	if !validHeaderValue(req.Version) {
+		return nil, errHeaderValue
+	}
+	path := wire.KeyPath(req.DB, req.Key)
+	resp, err := u.pipes.get(ctx, addr, path, req.Version)
+	if errors.Is(err, errPipesClosed) {
+		return u.gets.get(ctx, addr, path, req.Version, nil, u.maxValue)
+	}
+	return resp, err
 }

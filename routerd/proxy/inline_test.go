@@ -48,10 +48,10 @@ func TestInlineAttemptInterrupted(t *testing.T) {
 	waitIdle := func() {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
-		for u.gets.idleCount(slowAddr) == 0 && time.Now().Before(deadline) {
+		for u.pipes.idleCount(slowAddr) == 0 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if u.gets.idleCount(slowAddr) == 0 {
+		if u.pipes.idleCount(slowAddr) == 0 {
 			t.Fatal("the interrupted attempt's connection was not kept")
 		}
 	}

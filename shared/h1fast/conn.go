@@ -79,29 +79,44 @@ func (s *Server) serve(nc net.Conn) {
 		}
 		s.forget(c)
 		if !handed {
+			c.bw.Flush() // answers held for pipelined requests
 			nc.Close()
 		}
 	}()
 	idle := s.opts.IdleTimeout
 	for {
-		if !s.setIdle(c, true) {
-			return
-		}
-		now := c.answered // the clock read for the last answer's Date
-		if now.IsZero() {
-			now = time.Now()
-		}
-		if c.deadline.Sub(now) < idle-idleSlack {
-			c.deadline = now.Add(idle)
-			if nc.SetReadDeadline(c.deadline) != nil {
+		if c.br.Buffered() > 0 {
+			// A pipelined request read with the last one: served
+			// before the answers held so far are written (pipelined
+			// answers go out in one write).
+			if !s.setIdle(c, false) {
 				return
 			}
-		}
-		if _, err := c.br.Peek(1); err != nil {
-			return
-		}
-		if !s.setIdle(c, false) {
-			return
+		} else {
+			// Nothing read ahead: the answers held go out before the
+			// loop waits for the next request.
+			if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+				return
+			}
+			if !s.setIdle(c, true) {
+				return
+			}
+			now := c.answered // the clock read for the last answer's Date
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if c.deadline.Sub(now) < idle-idleSlack {
+				c.deadline = now.Add(idle)
+				if nc.SetReadDeadline(c.deadline) != nil {
+					return
+				}
+			}
+			if _, err := c.br.Peek(1); err != nil {
+				return
+			}
+			if !s.setIdle(c, false) {
+				return
+			}
 		}
 		n, ok := c.readHead(s.opts.ReadHeaderTimeout)
 		if !ok {
@@ -112,6 +127,11 @@ func (s *Server) serve(nc net.Conn) {
 		if !fast && s.opts.Post.Handle != nil {
 			if pr, ok := c.parsePost(head, s.opts.Post.MaxBytes); ok {
 				c.br.Discard(n)
+				// Its handler may wait for the body: the answers
+				// held go out first.
+				if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+					return
+				}
 				if !c.post(s, pr) {
 					return
 				}
@@ -119,6 +139,11 @@ func (s *Server) serve(nc net.Conn) {
 			}
 		}
 		if !fast {
+			// net/http answers after the answers held, which go
+			// out first.
+			if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+				return
+			}
 			if nc.SetReadDeadline(time.Time{}) != nil {
 				return
 			}
@@ -176,6 +201,10 @@ func (c *conn) readHead(timeout time.Duration) (n int, ok bool) {
 		}
 		if !timed {
 			timed = true
+			// The rest of the head may wait for the answers held.
+			if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+				return 0, false
+			}
 			if c.c.SetReadDeadline(time.Now().Add(timeout)) != nil {
 				return 0, false
 			}
@@ -186,8 +215,15 @@ func (c *conn) readHead(timeout time.Duration) (n int, ok bool) {
 	}
 }
 
-// answer serves one key lookup and writes its answer; false when the
-// connection is to end.
+// answerRoom: an answer is held only when the write buffer has this
+// much room left; else the answers held go out first (an answer that
+// does not fit goes out in pieces, and costs its buffer an allocation).
+const answerRoom = 1 << 10
+
+// answer serves one key lookup and writes its answer into the write
+// buffer, where it is held while more requests are read ahead (the loop
+// writes the answers held before it waits); false when the connection is
+// to end.
 func (c *conn) answer(s *Server, rq request) bool {
 	r, w := c.req, &c.w
 	r.Method = http.MethodGet
@@ -201,10 +237,17 @@ func (c *conn) answer(s *Server, rq request) bool {
 	w.reset(rq.head)
 	s.opts.Lookup(w, r, rq.target)
 	c.answered = time.Now()
-	if w.writeTo(c.bw, c.c, s.date.at(c.answered), rq.close) != nil || c.bw.Flush() != nil {
+	if c.bw.Available() < answerRoom && c.bw.Buffered() > 0 && c.bw.Flush() != nil {
 		return false
 	}
-	return !rq.close
+	if w.writeTo(c.bw, c.c, s.date.at(c.answered), rq.close) != nil {
+		return false
+	}
+	if rq.close {
+		c.bw.Flush()
+		return false
+	}
+	return true
 }
 
 // tlsConnKey is the context key under which a TLS connection handed to

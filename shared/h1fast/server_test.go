@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -355,6 +356,88 @@ func TestTLS(t *testing.T) {
 		b, _ := io.ReadAll(plain.Reader())
 		if !strings.Contains(string(b), "400 Bad Request") || !strings.Contains(string(b), "HTTP request to an HTTPS server") {
 			t.Fatalf("TLS=%v: plaintext to the TLS port: %q", on, b)
+		}
+	}
+}
+
+// writeCounting counts the writes on the connections it accepts.
+type writeCounting struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l writeCounting) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{Conn: c, writes: l.writes}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// Pipelined requests read together are answered in order with one
+// write; answers are held only while the next request is already read:
+// a request whose head has not all come yet does not hold up the answers
+// before it, nor does one net/http answers.
+func TestPipelinedAnswersInOneWrite(t *testing.T) {
+	writes := new(atomic.Int64)
+	ts := start(t, Options{}, func(l net.Listener) net.Listener { return writeCounting{Listener: l, writes: writes} })
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := h1fasttest.New(t, nc)
+	nc.SetDeadline(time.Now().Add(5 * time.Second)) // an answer held fails the test, not hangs it
+	rc.Send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nGET /db/missing HTTP/1.1\r\nHost: x\r\n\r\nHEAD /db/b HTTP/1.1\r\nHost: x\r\n\r\nGET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, want := range []struct {
+		method string
+		status int
+		body   string
+	}{{"GET", 200, "v:a"}, {"GET", 404, "key missing\n"}, {"HEAD", 200, ""}, {"GET", 200, "v:c"}} {
+		if resp, body := rc.Read(want.method); resp.StatusCode != want.status || body != want.body {
+			t.Fatalf("pipelined %s: %d %q, want %d %q", want.method, resp.StatusCode, body, want.status, want.body)
+		}
+	}
+	if n := writes.Load(); n != 1 {
+		t.Fatalf("%d writes for four pipelined requests read at once, want 1", n)
+	}
+	// The next head comes in two pieces: the answer before it is not
+	// held while the rest is awaited.
+	rc.Send("GET /db/d HTTP/1.1\r\nHost: x\r\n\r\nGET /db/e HTTP/1.1\r\nHo")
+	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:d" {
+		t.Fatalf("answer before a partial head: %d %q", resp.StatusCode, body)
+	}
+	rc.Send("st: x\r\n\r\n")
+	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:e" {
+		t.Fatalf("answer to the head completed: %d %q", resp.StatusCode, body)
+	}
+	// Then one net/http serves: the fast answer before it comes first.
+	rc.Send("GET /db/f HTTP/1.1\r\nHost: x\r\n\r\nGET /db/ HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:f" || resp.Header.Get("X-Served-By") != "" {
+		t.Fatalf("fast answer before net/http's: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := rc.Read("GET"); !strings.HasPrefix(body, "fallback GET /db/") {
+		t.Fatalf("net/http's answer: %d %q", resp.StatusCode, body)
+	}
+	// Many answers, more than the write buffer holds, in order.
+	var reqs strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&reqs, "GET /db/k%d HTTP/1.1\r\nHost: x\r\n\r\n", i)
+	}
+	many := h1fasttest.Dial(t, ts.addr)
+	many.Send(reqs.String())
+	for i := 0; i < 100; i++ {
+		if resp, body := many.Read("GET"); resp.StatusCode != 200 || body != fmt.Sprintf("v:k%d", i) {
+			t.Fatalf("answer %d of 100 pipelined: %d %q", i, resp.StatusCode, body)
 		}
 	}
 }
