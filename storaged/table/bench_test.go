@@ -21,25 +21,8 @@ import (
 func BenchmarkGet(b *testing.B) {
 	const keys = 125_000
 	for _, o := range []BuildOptions{{}, {BlockSize: 16 << 10, RestartInterval: 16}} {
-		dir := filepath.Join(b.TempDir(), "p-0")
 		o.NoSync = true
-		pb, err := CreatePartition(dir, o)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, _ := pb.NewRun()
-		val := make([]byte, 100)
-		for i := 0; i < keys; i++ {
-			if err := w.Append(fmt.Appendf(nil, "key-%010d", i), val); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
-		if err := pb.Finish(); err != nil {
-			b.Fatal(err)
-		}
+		dir := benchPartition(b, o, keys)
 		for _, c := range []struct {
 			name string
 			size int64
@@ -55,6 +38,31 @@ func BenchmarkGet(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchPartition builds a partition of keys keys ("key-%010d", in
+// order) with 100-byte values, and returns its directory.
+func benchPartition(b *testing.B, o BuildOptions, keys int) string {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "p-0")
+	pb, err := CreatePartition(dir, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, _ := pb.NewRun()
+	val := make([]byte, 100)
+	for i := 0; i < keys; i++ {
+		if err := w.Append(fmt.Appendf(nil, "key-%010d", i), val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := pb.Finish(); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // cpuTime is the process's user and system CPU time in nanoseconds.
@@ -98,24 +106,7 @@ func benchGets(b *testing.B, p *Partition, keys int) {
 // time per key.
 func BenchmarkGetBatch(b *testing.B) {
 	const keys, batch = 200_000, 100
-	dir := filepath.Join(b.TempDir(), "p-0")
-	pb, err := CreatePartition(dir, BuildOptions{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, _ := pb.NewRun()
-	val := make([]byte, 100)
-	for i := 0; i < keys; i++ {
-		if err := w.Append(fmt.Appendf(nil, "key-%010d", i), val); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := pb.Finish(); err != nil {
-		b.Fatal(err)
-	}
+	dir := benchPartition(b, BuildOptions{NoSync: true}, keys)
 	p, err := OpenPartition(dir, CacheOptions{})
 	if err != nil {
 		b.Fatal(err)
