@@ -3,7 +3,6 @@ package table
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -21,7 +20,6 @@ import (
 func BenchmarkGet(b *testing.B) {
 	const keys = 125_000
 	for _, o := range []BuildOptions{{}, {BlockSize: 16 << 10, RestartInterval: 16}} {
-		o.NoSync = true
 		dir := benchPartition(b, o, keys)
 		for _, c := range []struct {
 			name string
@@ -43,26 +41,10 @@ func BenchmarkGet(b *testing.B) {
 // benchPartition builds a partition of keys keys ("key-%010d", in
 // order) with 100-byte values, and returns its directory.
 func benchPartition(b *testing.B, o BuildOptions, keys int) string {
-	b.Helper()
-	dir := filepath.Join(b.TempDir(), "p-0")
-	pb, err := CreatePartition(dir, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, _ := pb.NewRun()
 	val := make([]byte, 100)
-	for i := 0; i < keys; i++ {
-		if err := w.Append(fmt.Appendf(nil, "key-%010d", i), val); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := pb.Finish(); err != nil {
-		b.Fatal(err)
-	}
-	return dir
+	return writePartition(b, keys, o, func(i int) ([]byte, []byte) {
+		return fmt.Appendf(nil, "key-%010d", i), val
+	})
 }
 
 // cpuTime is the process's user and system CPU time in nanoseconds.
@@ -106,7 +88,7 @@ func benchGets(b *testing.B, p *Partition, keys int) {
 // time per key.
 func BenchmarkGetBatch(b *testing.B) {
 	const keys, batch = 200_000, 100
-	dir := benchPartition(b, BuildOptions{NoSync: true}, keys)
+	dir := benchPartition(b, BuildOptions{}, keys)
 	p, err := OpenPartition(dir, CacheOptions{})
 	if err != nil {
 		b.Fatal(err)

@@ -138,6 +138,15 @@ func TestRefusesUnflushedJournal(t *testing.T) {
 // run and returns the partition's directory.
 func buildPartition(t testing.TB, n int, o BuildOptions) string {
 	t.Helper()
+	return writePartition(t, n, o, func(i int) ([]byte, []byte) {
+		return fmt.Appendf(nil, "key-%06d", i), fmt.Appendf(nil, "value-%d", i)
+	})
+}
+
+// writePartition builds a partition (without fsync) of the n records
+// kv gives, in the order of i, and returns its directory.
+func writePartition(t testing.TB, n int, o BuildOptions, kv func(i int) (key, value []byte)) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "p-0")
 	o.NoSync = true
 	b, err := CreatePartition(dir, o)
@@ -149,7 +158,7 @@ func buildPartition(t testing.TB, n int, o BuildOptions) string {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		if err := w.Append(fmt.Appendf(nil, "key-%06d", i), fmt.Appendf(nil, "value-%d", i)); err != nil {
+		if err := w.Append(kv(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
