@@ -12,7 +12,16 @@ type metrics struct {
 	reloads   *prometheus.CounterVec
 	refused   *prometheus.CounterVec
 	forbidden prometheus.Counter
+	// handshakes by whose certificate was verified (client, server) and
+	// whether a session was resumed: [peer][resumed].
+	handshakes [2][2]prometheus.Counter
 }
+
+// Indexes of metrics.handshakes.
+const (
+	peerClient = 0
+	peerServer = 1
+)
 
 func newMetrics(reg prometheus.Registerer, s *Source) (*metrics, error) {
 	m := &metrics{
@@ -29,6 +38,15 @@ func newMetrics(reg prometheus.Registerer, s *Source) (*metrics, error) {
 			Help: "Requests to the peer endpoints (/_partition/, /_elect/) refused with 403: the client is no peer.",
 		}),
 	}
+	hs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "spangle_tls_handshakes_total",
+		Help: "TLS handshakes completed, by whose certificate was verified (client: this side served; server: this side dialled) and whether a session was resumed.",
+	}, []string{"peer", "resumed"})
+	for i, peer := range []string{"client", "server"} {
+		for j, resumed := range []string{"false", "true"} {
+			m.handshakes[i][j] = hs.WithLabelValues(peer, resumed)
+		}
+	}
 	if reg == nil {
 		return m, nil
 	}
@@ -42,7 +60,7 @@ func newMetrics(reg prometheus.Registerer, s *Source) (*metrics, error) {
 		}
 		return float64(t.Unix())
 	})
-	for _, c := range []prometheus.Collector{m.reloads, m.refused, m.forbidden, expiry} {
+	for _, c := range []prometheus.Collector{m.reloads, m.refused, m.forbidden, hs, expiry} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -51,4 +69,14 @@ func newMetrics(reg prometheus.Registerer, s *Source) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// handshake counts one handshake whose peer (peerClient, peerServer)
+// was accepted.
+func (m *metrics) handshake(peer int, resumed bool) {
+	r := 0
+	if resumed {
+		r = 1
+	}
+	m.handshakes[peer][r].Inc()
 }

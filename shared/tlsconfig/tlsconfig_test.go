@@ -523,3 +523,58 @@ func TestAcceptPlaintext(t *testing.T) {
 		t.Fatalf("accept_plaintext with require: %v", err)
 	}
 }
+
+// TestHandshakesCounted: each side counts the handshakes it completed,
+// by whose certificate it verified and whether the session was resumed:
+// a client's second connection resumes its first one's session.
+func TestHandshakesCounted(t *testing.T) {
+	set := tlstest.New(t)
+	sreg, creg := prometheus.NewRegistry(), prometheus.NewRegistry()
+	addr := serve(t, newSource(t, set.Peer(""), sreg), ok)
+	client := newSource(t, set.Client(), creg)
+	for i := 0; i < 2; i++ {
+		resp, err := get(client, addr, "/")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("get %d: %v %v", i, resp, err)
+		}
+		if resumed := resp.TLS.DidResume; resumed != (i == 1) {
+			t.Fatalf("get %d resumed %v", i, resumed)
+		}
+	}
+	for _, c := range []struct {
+		reg           *prometheus.Registry
+		peer, resumed string
+	}{{sreg, "client", "false"}, {sreg, "client", "true"}, {creg, "server", "false"}, {creg, "server", "true"}} {
+		if n := handshakes(t, c.reg, c.peer, c.resumed); n != 1 {
+			t.Errorf("handshakes{peer=%q,resumed=%q} = %v, want 1", c.peer, c.resumed, n)
+		}
+	}
+	if n := handshakes(t, sreg, "server", "false") + handshakes(t, creg, "client", "false"); n != 0 {
+		t.Errorf("handshakes counted on the wrong side: %v", n)
+	}
+}
+
+// handshakes is spangle_tls_handshakes_total{peer, resumed} in reg.
+func handshakes(t *testing.T, reg *prometheus.Registry, peer, resumed string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "spangle_tls_handshakes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if got["peer"] == peer && got["resumed"] == resumed {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no spangle_tls_handshakes_total{peer=%q,resumed=%q}", peer, resumed)
+	return 0
+}

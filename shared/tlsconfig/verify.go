@@ -44,6 +44,7 @@ func (s *Source) verifyChain(certs []*x509.Certificate, usage x509.ExtKeyUsage) 
 // crypto/tls has decided (ClientAuth).
 func (s *Source) verifyClient(cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 {
+		s.metrics.handshake(peerClient, cs.DidResume)
 		return nil
 	}
 	if err := s.verifyChain(cs.PeerCertificates, x509.ExtKeyUsageClientAuth); err != nil {
@@ -54,6 +55,7 @@ func (s *Source) verifyClient(cs tls.ConnectionState) error {
 		}
 		return err
 	}
+	s.metrics.handshake(peerClient, cs.DidResume)
 	return nil
 }
 
@@ -74,8 +76,10 @@ func (s *Source) verifyServer(host, addr string) func(tls.ConnectionState) error
 			if s.refusals.first("server " + addr) {
 				s.log.Warn("tls: refused a server's certificate; the server is treated as unreachable", zap.String("server", addr), zap.Error(err))
 			}
+			return err
 		}
-		return err
+		s.metrics.handshake(peerServer, cs.DidResume)
+		return nil
 	}
 }
 
