@@ -35,6 +35,11 @@ type HTTPOptions struct {
 	// from the CA, not for the address it registered nor a peer name)
 	// fails like an unreachable one. nil is plaintext.
 	TLS *tlsconfig.Source
+	// OnDial, when set, is told of every connection dialled to a node,
+	// TLS handshake included: err is nil when it was made. New
+	// connections should be rare (they are kept alive); an operator
+	// counts them (spangle_routerd_upstream_dials_total).
+	OnDial func(err error)
 }
 
 // HTTPUpstream asks storaged nodes over HTTP/1.1 with keep-alive, on
@@ -62,6 +67,14 @@ func NewHTTPUpstream(opts HTTPOptions) *HTTPUpstream {
 	dial := d.DialContext
 	if opts.TLS != nil {
 		dial = opts.TLS.DialTLS(d)
+	}
+	if on := opts.OnDial; on != nil {
+		inner := dial
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := inner(ctx, network, addr)
+			on(err)
+			return c, err
+		}
 	}
 	return &HTTPUpstream{
 		gets:     newGetConns(dial, opts.MaxIdleConnsPerHost, idleConnTimeout),

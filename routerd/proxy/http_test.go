@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"spangle/shared/tlsconfig"
 )
 
 func TestHTTPUpstream(t *testing.T) {
@@ -80,4 +84,57 @@ func TestHTTPUpstreamIgnoresEnvProxy(t *testing.T) {
 	if err != nil || string(resp.Body) != "ok" {
 		t.Fatalf("%v %+v", err, resp)
 	}
+}
+
+// OnDial hears of every connection dialled, TLS handshake included, and
+// of each that failed; kept-alive connections are not dialled again.
+func TestOnDialCountsDials(t *testing.T) {
+	for _, mode := range []string{"plain", "tls"} {
+		t.Run(mode, func(t *testing.T) {
+			var srvTLS, cliTLS *tlsconfig.Source
+			if mode == "tls" {
+				srvTLS, cliTLS = tlsPair(t)
+			}
+			addr, conns := valueServer(t, srvTLS)
+			var ok, failed atomic.Int64
+			u := NewHTTPUpstream(HTTPOptions{TLS: cliTLS, OnDial: func(err error) {
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				ok.Add(1)
+			}})
+			defer u.Close()
+			for i := 0; i < 20; i++ {
+				if _, err := u.Get(context.Background(), addr, &Request{DB: "db", Version: "v1", Key: []byte("k")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := u.Get(context.Background(), addr, &Request{DB: "db", Version: "v1", Keys: [][]byte{[]byte("k")}}); err != nil {
+				t.Fatal(err)
+			}
+			if ok.Load() != conns.Load() || ok.Load() != 2 || failed.Load() != 0 {
+				t.Fatalf("dials counted: %d made, %d failed; the node accepted %d (want 2: the GETs' and the batch's)", ok.Load(), failed.Load(), conns.Load())
+			}
+			l, _ := net.Listen("tcp", "127.0.0.1:0")
+			dead := l.Addr().String()
+			l.Close()
+			if _, err := u.Get(context.Background(), dead, &Request{DB: "db", Version: "v", Key: []byte("k")}); err == nil {
+				t.Fatal("no error from a closed port")
+			}
+			if failed.Load() != 1 {
+				t.Fatalf("failed dials counted %d, want 1", failed.Load())
+			}
+		})
+	}
+}
+
+// valueServer answers every request with "value" at version v1, over
+// TLS as tlsSrc says, and counts its connections.
+func valueServer(t *testing.T, tlsSrc *tlsconfig.Source) (string, *atomic.Int64) {
+	return countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-Sequins-Version", "v1")
+		w.Write([]byte("value"))
+	}), tlsSrc)
 }

@@ -26,6 +26,7 @@ type metrics struct {
 	hits      prometheus.Counter
 	misses    prometheus.Counter
 	switches  *prometheus.CounterVec
+	dials     [2]prometheus.Counter // connections dialled to storaged: made, failed
 	handler   http.Handler
 }
 
@@ -66,7 +67,12 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "Times a db started serving another version: a newer one, or the one a pin names.",
 		}, []string{"db"}),
 	}
-	if err := sharedmetrics.Register(reg, m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches); err != nil {
+	dials := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "spangle_routerd_upstream_dials_total",
+		Help: "Connections dialled to storaged nodes (TLS handshake included), by result: ok or failed. Kept alive, they should be few.",
+	}, []string{"result"})
+	m.dials = [2]prometheus.Counter{dials.WithLabelValues("ok"), dials.WithLabelValues("failed")}
+	if err := sharedmetrics.Register(reg, m.requests, m.latency, m.hedges, m.hedgesWon, m.breaker, m.hits, m.misses, m.switches, dials); err != nil {
 		return nil, fmt.Errorf("server: registering metrics: %w", err)
 	}
 	m.byCode = map[int]prometheus.Counter{}
@@ -85,6 +91,15 @@ func (m *metrics) observe(code int, seconds float64) {
 	}
 	c.Inc()
 	m.latency.Observe(seconds)
+}
+
+// dialled counts one connection dialled to storaged.
+func (m *metrics) dialled(err error) {
+	if err != nil {
+		m.dials[1].Inc()
+		return
+	}
+	m.dials[0].Inc()
 }
 
 func (m *metrics) breakerChanged(addr string, _, to gobreaker.State) {

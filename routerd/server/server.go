@@ -126,7 +126,7 @@ func New(opts Options) (*Server, error) {
 		Budget: wire.NewBatchBudget(opts.BatchReadBytes)}
 	s.bm = newBatchMetrics(opts.Registry, s.batchRd.Budget)
 	if opts.Upstream == nil {
-		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{TLS: opts.UpstreamTLS})
+		s.ownUp = proxy.NewHTTPUpstream(proxy.HTTPOptions{TLS: opts.UpstreamTLS, OnDial: m.dialled})
 		opts.Upstream = s.ownUp
 	}
 	s.table = partmap.New(opts.Watcher, partmap.Options{
