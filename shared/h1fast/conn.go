@@ -33,6 +33,10 @@ type conn struct {
 	req      *http.Request
 	w        response
 	ps       *postState // made by the first POST the fast path takes
+	// heldRead: a TLS connection whose client pipelines (a request was
+	// read with another): before the answers held go out, the records
+	// already received are read too (readReceived).
+	heldRead bool
 }
 
 // prefixConn is a connection handed to net/http with the bytes the fast
@@ -84,15 +88,20 @@ func (s *Server) serve(nc net.Conn) {
 		}
 	}()
 	idle := s.opts.IdleTimeout
+	_, tlsConn := nc.(*tls.Conn)
 	for {
 		if c.br.Buffered() > 0 {
 			// A pipelined request read with the last one: served
 			// before the answers held so far are written (pipelined
 			// answers go out in one write).
+			c.heldRead = tlsConn
 			if !s.setIdle(c, false) {
 				return
 			}
 		} else {
+			if c.heldRead && c.bw.Buffered() > 0 && c.readReceived() {
+				continue // more requests came with the last read
+			}
 			// Nothing read ahead: the answers held go out before the
 			// loop waits for the next request.
 			if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
@@ -158,6 +167,31 @@ func (s *Server) serve(nc net.Conn) {
 			return
 		}
 	}
+}
+
+// aLongTimeAgo is a read deadline that has passed: a read then takes
+// only what is already received.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// readReceived reads into br what the TLS connection has received
+// already, without waiting for the network, and reports whether bytes
+// came. A TLS connection's Read returns one record's bytes at a time,
+// though one read of the socket may have brought several: a client that
+// writes its pipelined requests as they come (routerd) sends a record
+// per write, and without this each record's answers would go out in a
+// write of their own where a plaintext connection's one read gets them
+// all and answers them in one. A read past its deadline fails at once,
+// without a system call, after crypto/tls has taken any whole record it
+// holds; the failure is temporary and the connection reads on.
+func (c *conn) readReceived() bool {
+	if c.c.SetReadDeadline(aLongTimeAgo) != nil {
+		return false
+	}
+	_, err := c.br.Peek(1)
+	if c.c.SetReadDeadline(c.deadline) != nil {
+		return false
+	}
+	return err == nil
 }
 
 // handshake does tc's TLS handshake, bounded as net/http bounds it;

@@ -384,6 +384,59 @@ func (c *countedConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// Over TLS, a record holds what the client wrote at once; a client
+// that pipelines writes a record per burst, and the records one read of
+// the socket brings are answered together, in one write, as a plaintext
+// connection's one read would be.
+func TestTLSRecordsReadTogetherAnsweredTogether(t *testing.T) {
+	scfg, ccfg := tlsConfigs(t)
+	writes := new(atomic.Int64)
+	ts := start(t, Options{TLS: true}, func(l net.Listener) net.Listener {
+		return tls.NewListener(writeCounting{Listener: l, writes: writes}, scfg)
+	})
+	c, err := tls.Dial("tcp", ts.addr, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := h1fasttest.New(t, c)
+	rc.Send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nGET /db/b HTTP/1.1\r\nHost: x\r\n\r\n") // one record: a client that pipelines
+	for _, k := range []string{"a", "b"} {
+		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
+			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
+		}
+	}
+	writes.Store(0)
+	rc.Send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitLookups(t, ts, 3) // the slow lookup under way: the next two records arrive meanwhile
+	rc.Send("GET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
+	rc.Send("GET /db/d HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, k := range []string{"slow", "c", "d"} {
+		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
+			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
+		}
+	}
+	if n := writes.Load(); n != 2 {
+		t.Fatalf("%d writes, want 2: the slow lookup's answer, then the two records read at once answered in one", n)
+	}
+	// The connection reads on after a read that found nothing received.
+	rc.Send("GET /db/e HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:e" {
+		t.Fatalf("GET e: %d %q", resp.StatusCode, body)
+	}
+}
+
+// waitLookups waits until ts's fast path has begun n lookups.
+func waitLookups(t *testing.T, ts *testServer, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.lookups.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5 s for lookup %d", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Pipelined requests read together are answered in order with one
 // write; answers are held only while the next request is already read:
 // a request whose head has not all come yet does not hold up the answers
