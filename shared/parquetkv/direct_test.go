@@ -340,3 +340,93 @@ func TestBatchesBoundedAndSame(t *testing.T) {
 		}
 	}
 }
+
+// TestFloatColumnShortTries: a double column's batch stops trying short
+// decimals after shortTries values in a row that are not, and prints
+// every value as appendFloat does whichever way it goes: runs of short
+// decimals after long values, the reverse, alternation, NaN, the
+// infinities, zeros and nulls.
+func TestFloatColumnShortTries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var vals []float64
+	short := func() float64 { return math.Round(rng.Float64()*1e6) / 100 }
+	for i := 0; i < 3*shortTries; i++ {
+		vals = append(vals, rng.Float64())
+	}
+	for i := 0; i < 2*shortTries; i++ {
+		vals = append(vals, short())
+	}
+	for i := 0; i < 4*shortTries; i++ {
+		if i%2 == 0 {
+			vals = append(vals, short())
+		} else {
+			vals = append(vals, -rng.NormFloat64()*1e9)
+		}
+	}
+	for i := 0; i < shortTries+3; i++ {
+		vals = append(vals, math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e-300)
+	}
+	for i := 0; i < 500; i++ {
+		vals = append(vals, short(), -short(), float64(rng.IntN(1000)))
+	}
+	f := field{quoted: []byte(`,"f":`)}
+	copy(f.quoted16[:], f.quoted)
+	c := &directColumn{kind: dkFloat64, f64: vals}
+	for _, nullEvery := range []int{0, 7} {
+		var vi []int32
+		for k := range vals {
+			if nullEvery > 0 && k%nullEvery == 3 {
+				vi = append(vi, -1)
+			}
+			vi = append(vi, int32(k))
+		}
+		for _, batch := range []int{len(vi), 100, 17} {
+			for start := 0; start < len(vi); start += batch {
+				part := vi[start:min(start+batch, len(vi))]
+				rows := make([][]byte, len(part))
+				c.flatRows(rows, &f, part)
+				for i, k := range part {
+					want := `,"f":null`
+					if k >= 0 {
+						want = `,"f":` + string(appendFloat(nil, vals[k], 64))
+					}
+					if string(rows[i]) != want {
+						t.Fatalf("nulls %d, batch %d, row %d: %s, want %s", nullEvery, batch, start+i, rows[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTimestampDateCache: timestamps printed through a column's date
+// cache, found there or not, and with slots shared by days 1024 apart,
+// print as time's RFC 3339 with nanoseconds does.
+func TestTimestampDateCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	units := []arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond}
+	perDay := map[arrow.TimeUnit]int64{arrow.Second: 86400, arrow.Millisecond: 86400e3, arrow.Microsecond: 86400e6, arrow.Nanosecond: 86400e9}
+	for _, unit := range units {
+		dc := new(dateCache)
+		base := int64(19723) * perDay[unit] // 2024-01-01
+		for i := 0; i < 100000; i++ {
+			var v int64
+			switch i % 4 {
+			case 0: // within three years: mostly found in the cache
+				v = base + rng.Int64N(3*365*perDay[unit])
+			case 1: // the same slot, 1024 days on or back
+				v = base + rng.Int64N(perDay[unit]) + int64(rng.IntN(5)-2)*dateCacheSize*perDay[unit]
+			case 2: // anywhere, before 1970 too
+				v = rng.Int64N(1<<45) - 1<<44
+			default: // fractions with trailing zeros
+				v = base + rng.Int64N(365)*perDay[unit] + rng.Int64N(1000)*perDay[unit]/86400/1000*int64(rng.IntN(3))
+			}
+			want := appendTime(nil, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
+			for k := 0; k < 2; k++ {
+				if got := appendTimestampIn(nil, v, unit, dc); !bytes.Equal(got, want) {
+					t.Fatalf("%d %s (print %d): %s, want %s", v, unit, k, got, want)
+				}
+			}
+		}
+	}
+}

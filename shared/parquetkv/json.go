@@ -136,6 +136,21 @@ func appendMap(dst []byte, a *array.Map, i int) []byte {
 }
 
 func appendFloat(dst []byte, f float64, bits int) []byte {
+	if bits == 64 {
+		// NaN and the infinities are not short decimals.
+		if b, ok := appendShortDecimal(dst, f); ok {
+			return b
+		}
+	}
+	return appendFloatBits(dst, f, bits)
+}
+
+// appendFloatLong appends a double as appendFloat does, without trying
+// it as a short decimal first: for a column that holds few.
+func appendFloatLong(dst []byte, f float64) []byte { return appendFloatBits(dst, f, 64) }
+
+// appendFloatBits is appendFloat but for the short decimals.
+func appendFloatBits(dst []byte, f float64, bits int) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(dst, `"NaN"`...)
@@ -143,11 +158,6 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 		return append(dst, `"Infinity"`...)
 	case math.IsInf(f, -1):
 		return append(dst, `"-Infinity"`...)
-	}
-	if bits == 64 {
-		if b, ok := appendShortDecimal(dst, f); ok {
-			return b
-		}
 	}
 	return appendShortest(dst, f, bits)
 }
@@ -252,6 +262,29 @@ func appendBase64(dst, b []byte) []byte {
 // 9999 (a feature table's timestamps are a column of them). Each unit
 // divides by its own constant, which the compiler turns into a multiply.
 func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
+	return appendTimestampIn(dst, v, unit, nil)
+}
+
+// dateCache holds the date digits of the last days a timestamp column
+// printed, by day number: a column's timestamps mostly fall within a few
+// years, so most rows find their date here instead of working out the
+// calendar (civil) and its digits.
+type dateCache struct {
+	ent [dateCacheSize]dateEntry
+}
+
+// dateCacheSize is how many days a dateCache holds: the days of almost
+// three years, one slot each.
+const dateCacheSize = 1024
+
+type dateEntry struct {
+	day  int64
+	date uint64 // "YYYYMMDD" as ASCII, the first digit in the low byte; 0 for none
+}
+
+// appendTimestampIn is appendTimestamp with a cache of dates, dc, which
+// may be nil.
+func appendTimestampIn(dst []byte, v int64, unit arrow.TimeUnit, dc *dateCache) []byte {
 	var (
 		secs, frac int64
 		width      int // digits of frac
@@ -285,13 +318,26 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 	if days < -719162 || days >= 2932897 {
 		return appendTime(dst, arrow.Timestamp(v).ToTime(unit), time.RFC3339Nano)
 	}
-	y, m, d := civil(days)
 	// "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" in quotes: 32 bytes at most. The
 	// date's eight digits and the time's six are each made at once
 	// (digits8), then placed around their separators.
+	var date uint64
+	var e *dateEntry
+	if dc != nil {
+		e = &dc.ent[uint64(days)%dateCacheSize]
+		if e.day == days {
+			date = e.date
+		}
+	}
+	if date == 0 {
+		y, m, d := civil(days)
+		date = digits8(uint32(y*10000+m*100+d)) + asciiZeros
+		if e != nil {
+			e.day, e.date = days, date
+		}
+	}
 	var b [32]byte
 	b[0] = '"'
-	date := digits8(uint32(y*10000+m*100+d)) + asciiZeros
 	binary.LittleEndian.PutUint32(b[1:5], uint32(date))
 	b[5] = '-'
 	binary.LittleEndian.PutUint16(b[6:8], uint16(date>>32))
@@ -306,7 +352,16 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 	b[17] = ':'
 	binary.LittleEndian.PutUint16(b[18:20], uint16(clock>>48))
 	n := 20
-	if frac != 0 {
+	if frac != 0 && width < 8 {
+		// '.' and frac's width digits, zero-padded, in one 8-byte
+		// store: digits8's eight with the leading 8-width (zeros)
+		// shifted out, its trailing zeros (the word's high zero bytes)
+		// cut off.
+		x := digits8(uint32(frac)) >> (8 * (8 - width))
+		keep := 8 - bits.LeadingZeros64(x)>>3
+		binary.LittleEndian.PutUint64(b[20:28], '.'|(x+asciiZeros>>(8*(8-width)))<<8)
+		n += 1 + keep
+	} else if frac != 0 {
 		// frac's width digits, zero-padded: those of 10^width + frac
 		// but the leading 1.
 		var fb [digitsBuf]byte

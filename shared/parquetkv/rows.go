@@ -26,6 +26,11 @@ import (
 // bound, so no row of a batch can pass maxJSON: a row that might goes
 // alone through the per-row path, which checks as it formats.
 
+// shortTries is how many values in a row a double column's batch
+// tries as short decimals before it prints the rest of the batch
+// without trying (flatRows).
+const shortTries = 16
+
 // batchRows is the most rows a batch holds.
 const batchRows = 1024
 
@@ -276,13 +281,27 @@ func (c *directColumn) flatRows(rows [][]byte, f *field, vi []int32) {
 			rows[i] = b
 		}
 	case dkFloat64:
+		// A column whose first values of the batch are not short
+		// decimals (appendShortDecimal) is mostly not: a score or a
+		// ratio rather than a price. Its values skip that attempt, which
+		// costs a float division each; both ways print strconv's bytes.
 		vals := c.f64
+		tries := shortTries
 		for i, k := range vi {
 			b := putPrefix(rows[i], q, qn, pfx)
-			if k < 0 {
+			switch {
+			case k < 0:
 				b = append(b, "null"...)
-			} else {
-				b = appendFloat(b, vals[k], 64)
+			case tries > 0:
+				var ok bool
+				if b, ok = appendShortDecimal(b, vals[k]); ok {
+					tries = shortTries
+					break
+				}
+				tries--
+				b = appendFloatLong(b, vals[k])
+			default:
+				b = appendFloatLong(b, vals[k])
 			}
 			rows[i] = b
 		}
@@ -320,13 +339,13 @@ func (c *directColumn) flatRows(rows [][]byte, f *field, vi []int32) {
 			rows[i] = b
 		}
 	case dkTimestamp:
-		vals, unit := c.i64, c.unit
+		vals, unit, dc := c.i64, c.unit, c.dates
 		for i, k := range vi {
 			b := putPrefix(rows[i], q, qn, pfx)
 			if k < 0 {
 				b = append(b, "null"...)
 			} else {
-				b = appendTimestamp(b, vals[k], unit)
+				b = appendTimestampIn(b, vals[k], unit, dc)
 			}
 			rows[i] = b
 		}
