@@ -84,6 +84,9 @@ var trailer = func() [8]byte {
 type tableInfo struct {
 	num, size  uint64
 	imin, imax []byte
+	// opened is the index and filter its writer made, for Open; nil
+	// once Open has handed them to the table.
+	opened *writtenTable
 }
 
 // PartitionBuilder writes one partition as a LevelDB database made of
@@ -186,6 +189,9 @@ func (w *RunWriter) Finish() error {
 	}
 	size, err := w.w.finish()
 	imax := append(bytes.Clone(w.w.lastKey), trailer[:]...)
+	opened := w.w.opened
+	// Kept for the table's life: drop append's slack.
+	opened.seps = bytes.Clone(opened.seps)
 	w.w.release()
 	w.w = nil
 	if err == nil {
@@ -198,7 +204,7 @@ func (w *RunWriter) Finish() error {
 		os.Remove(w.f.Name())
 		return fmt.Errorf("table: finishing table in %s: %w", w.b.dir, err)
 	}
-	w.done = &tableInfo{num: w.num, size: size, imin: append(w.imin, trailer[:]...), imax: imax}
+	w.done = &tableInfo{num: w.num, size: size, imin: append(w.imin, trailer[:]...), imax: imax, opened: opened}
 	return nil
 }
 
@@ -255,6 +261,31 @@ func (b *PartitionBuilder) Finish() error {
 		return fmt.Errorf("table: writing descriptor in %s: %w", b.dir, err)
 	}
 	return nil
+}
+
+// Open opens the finished partition (Finish has returned) for lookups as
+// OpenPartition does, but without reading back what its tables' writers
+// kept: each table's index and filter come from memory, checked as a
+// read-back one is only for order, since they were never on a disk.
+// Tables not written by this builder's runs, and Sparkey pairs placed
+// beside them, are opened from their files. It hands the writers' index
+// and filter to the tables; a second Open reads them from the files.
+func (b *PartitionBuilder) Open(o CacheOptions) (*Partition, error) {
+	b.mu.Lock()
+	byNum := make(map[uint64]*tableInfo, len(b.tables))
+	for i := range b.tables {
+		byNum[b.tables[i].num] = &b.tables[i]
+	}
+	defer b.mu.Unlock()
+	return openPartition(b.dir, o, func(num uint64, path string) (*sstable, error) {
+		ti := byNum[num]
+		if ti == nil || ti.opened == nil {
+			return openTable(path, o.Blocks)
+		}
+		opened := ti.opened
+		ti.opened = nil
+		return openWritten(path, ti.size, opened, o.Blocks)
+	})
 }
 
 // Sync returns once every file of the finished partition, and the
