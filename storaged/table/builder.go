@@ -102,9 +102,12 @@ type PartitionBuilder struct {
 	dir  string
 	opts BuildOptions
 
-	mu     sync.Mutex // guards next and tables
+	mu     sync.Mutex // guards next, tables and named
 	next   uint64
 	tables []tableInfo
+	// named is set once the descriptor and CURRENT exist, empty until
+	// Finish writes them (see NewRun).
+	named bool
 }
 
 // CreatePartition starts a fresh partition database in dir, which must
@@ -123,17 +126,48 @@ const descriptorName = "MANIFEST-000001"
 
 // NewRun starts a sorted run: a table file of keys appended in ascending
 // order. Runs of one partition may overlap.
+//
+// The first run also creates the descriptor and CURRENT, empty: Finish,
+// which comes after the last record of a load and on its serial end,
+// then writes into files that exist. Creating a file costs ext4 a search
+// of its inode bitmaps, which after many files removed (a store's
+// replaced versions) took 0.4 ms a file, 7 ms of CPU for 8 partitions.
+// Until Finish, the empty CURRENT names no descriptor: the partition
+// does not open, as it would not without the file.
 func (b *PartitionBuilder) NewRun() (*RunWriter, error) {
 	b.mu.Lock()
 	num := b.next
 	b.next++
+	err := b.createNamesLocked()
 	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Create(tableFile(b.dir, num))
 	if err != nil {
 		return nil, fmt.Errorf("table: creating table in %s: %w", b.dir, err)
 	}
 	pf := &preallocFile{f: f}
 	return &RunWriter{b: b, num: num, f: f, pf: pf, w: newSSTWriter(pf, b.opts)}, nil
+}
+
+// createNamesLocked creates the descriptor and CURRENT, empty, unless
+// they were. b.mu is held.
+func (b *PartitionBuilder) createNamesLocked() error {
+	if b.named {
+		return nil
+	}
+	for _, name := range []string{descriptorName, "CURRENT"} {
+		f, err := os.Create(filepath.Join(b.dir, name))
+		if err != nil {
+			return fmt.Errorf("table: creating %s in %s: %w", name, b.dir, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("table: creating %s in %s: %w", name, b.dir, err)
+		}
+	}
+	b.named = true
+	return nil
 }
 
 // RunWriter writes one sorted run. It is not safe for concurrent use.

@@ -132,3 +132,55 @@ func TestOpenWrittenOnceThenFromDisk(t *testing.T) {
 		t.Errorf("open from disk: %v, want ErrCorrupt", err)
 	}
 }
+
+// The first run creates the descriptor and CURRENT, which Finish (on a
+// load's serial end) then only writes; until it has, the partition does
+// not open.
+func TestFinishWritesFilesTheFirstRunCreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p-0")
+	b, err := CreatePartition(dir, BuildOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.NewRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before []os.FileInfo
+	for _, name := range []string{descriptorName, "CURRENT"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("after the first run began: %v", err)
+		}
+		before = append(before, fi)
+	}
+	if err := w.Append([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := OpenPartition(dir, CacheOptions{}); !errors.Is(err, ErrCorrupt) {
+		if p != nil {
+			p.Close()
+		}
+		t.Fatalf("open before Finish: %v, want ErrCorrupt", err)
+	}
+	if err := b.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{descriptorName, "CURRENT"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || !os.SameFile(before[i], fi) || fi.Size() == 0 {
+			t.Errorf("%s after Finish: %v, same file %v; want the file the run created, written", name, err, err == nil && os.SameFile(before[i], fi))
+		}
+	}
+	p, err := OpenPartition(dir, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if v, err := p.Get(nil, []byte("k")); err != nil || string(v) != "v" {
+		t.Errorf("Get: %q, %v", v, err)
+	}
+}
