@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb/journal"
@@ -224,8 +225,11 @@ func (w *RunWriter) Finish() error {
 	size, err := w.w.finish()
 	imax := append(bytes.Clone(w.w.lastKey), trailer[:]...)
 	opened := w.w.opened
-	// Kept for the table's life: drop append's slack.
+	// Kept for the table's life: drop append's slack, as an open from
+	// the file makes them to size.
 	opened.seps = bytes.Clone(opened.seps)
+	opened.sepEnd = slices.Clone(opened.sepEnd)
+	opened.handles = slices.Clone(opened.handles)
 	w.w.release()
 	w.w = nil
 	if err == nil {
