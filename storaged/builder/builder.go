@@ -156,7 +156,9 @@ func (b *Builder) Build(ctx context.Context, db, name string, files []source.Fil
 		}
 		b.records.Add(float64(res.Records))
 	}
-	parts, err := b.Open(func(p int) string { return st.PartitionDir(dbver.Of(db, name).Partition(p)) }, n, held)
+	parts, err := b.openWith(func(p int) (*table.Partition, error) {
+		return res.OpenPartition(p, st.PartitionDir(dbver.Of(db, name).Partition(p)), b.opts.Cache)
+	}, n, held)
 	if err != nil {
 		return Opened{}, LocalErr(err)
 	}
@@ -185,6 +187,11 @@ func LocalErr(err error) error {
 // Open opens the held partitions (of n) in dir(p), two at a time per CPU
 // (an open reads each table's index and filter).
 func (b *Builder) Open(dir func(p int) string, n int, held []int) ([]*table.Partition, error) {
+	return b.openWith(func(p int) (*table.Partition, error) { return table.OpenPartition(dir(p), b.opts.Cache) }, n, held)
+}
+
+// openWith is Open with each partition opened by open.
+func (b *Builder) openWith(open func(p int) (*table.Partition, error), n int, held []int) ([]*table.Partition, error) {
 	parts := make([]*table.Partition, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
@@ -194,7 +201,7 @@ func (b *Builder) Open(dir func(p int) string, n int, held []int) ([]*table.Part
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			parts[p], errs[p] = table.OpenPartition(dir(p), b.opts.Cache)
+			parts[p], errs[p] = open(p)
 		}()
 	}
 	wg.Wait()

@@ -87,7 +87,7 @@ func (b *Builder) BuildBeside(ctx context.Context, db, name string, files []sour
 	if err := st.WriteRebuildManifest(man); err != nil {
 		return Opened{}, LocalErr(err)
 	}
-	parts, err := b.Open(dir, n, held)
+	parts, err := b.openWith(func(p int) (*table.Partition, error) { return res.OpenPartition(p, dir(p), b.opts.Cache) }, n, held)
 	if err != nil {
 		return Opened{}, LocalErr(err)
 	}

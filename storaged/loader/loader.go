@@ -97,9 +97,22 @@ type Result struct {
 	// logs), copied and checked, not read into tables.
 	InPlace int
 
-	built  []*table.PartitionBuilder
+	built []*table.PartitionBuilder
+	// byPart is built by partition; nil where this load built none.
+	byPart []*table.PartitionBuilder
 	placed []string // files of units served in place, to sync
 	noSync bool
+}
+
+// OpenPartition opens partition p, in dir, for lookups: one this load
+// built from what its table writers kept (table.PartitionBuilder.Open,
+// which reads no table's index or filter back), any other from its files
+// (table.OpenPartition). Call it once per partition.
+func (r Result) OpenPartition(p int, dir string, o table.CacheOptions) (*table.Partition, error) {
+	if p >= 0 && p < len(r.byPart) && r.byPart[p] != nil {
+		return r.byPart[p].Open(o)
+	}
+	return table.OpenPartition(dir, o)
 }
 
 // Sync returns once every partition the load built is on disk (see
@@ -263,6 +276,7 @@ func Load(ctx context.Context, req Request, opts Options) (Result, error) {
 	res := Result{Records: st.records.Load(), Bytes: req.Progress.bytesRead.Load(),
 		FastFiles: int(st.fast.Load()), Runs: st.runs.Load(), Duplicates: st.duplicates.Load(),
 		InPlace: int(st.inPlace.Load()), placed: st.placed, noSync: opts.Build.NoSync}
+	res.byPart = st.builders
 	for _, b := range st.builders {
 		if b != nil {
 			res.built = append(res.built, b)

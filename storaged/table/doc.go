@@ -25,7 +25,10 @@
 // where to scan touches the block's last cache lines rather than keys
 // across it. A block read from its file is checked against its checksum;
 // VerifyPartition (verify.go) checks every block of a partition, as a
-// scrub does; a bad block is an error wrapping ErrCorrupt.
+// scrub does; a bad block is an error wrapping ErrCorrupt. A partition
+// just built opens with PartitionBuilder.Open, which takes each table's
+// index and filter from its writer instead of reading them back;
+// OpenPartition (a restart, a copy) reads and checks them in the files.
 //
 // A partition's directory may also hold Sparkey pairs served in place
 // (sparkey.go): an uncompressed log and its index copied there by the

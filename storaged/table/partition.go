@@ -41,13 +41,19 @@ type partTable struct {
 // any LevelDB database with the bytewise comparer whose journal is empty,
 // and the Sparkey pairs placed beside it (PlaceSparkeyPair).
 func OpenPartition(dir string, o CacheOptions) (*Partition, error) {
+	return openPartition(dir, o, func(_ uint64, path string) (*sstable, error) { return openTable(path, o.Blocks) })
+}
+
+// openPartition is OpenPartition with each table (its file number and
+// path) opened by open.
+func openPartition(dir string, o CacheOptions, open func(num uint64, path string) (*sstable, error)) (*Partition, error) {
 	refs, err := readDescriptor(dir)
 	if err != nil {
 		return nil, fmt.Errorf("table: opening partition %s: %w", dir, err)
 	}
 	p := &Partition{dir: dir}
 	for _, ref := range refs {
-		t, err := openTable(tablePath(dir, ref.num), o.Blocks)
+		t, err := open(ref.num, tablePath(dir, ref.num))
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("table: opening partition %s: %w", dir, err)

@@ -128,6 +128,34 @@ func openTable(path string, blocks *blockcache.Cache) (*sstable, error) {
 	return t, nil
 }
 
+// openWritten opens a table of size bytes that its writer has just
+// written, with the index and filter the writer made (which it keeps):
+// what openTable reads back from the file's end, checks and parses.
+// The separators' order is still checked (prefixIndex), and blocks are
+// checked as lookups read them, as for any table.
+func openWritten(path string, size uint64, w *writtenTable, blocks *blockcache.Cache) (*sstable, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("table: %w", err)
+	}
+	t := &sstable{f: f, name: path, size: size, blocks: blocks, id: blocks.NewTableID(),
+		seps: w.seps, sepEnd: w.sepEnd, handles: w.handles}
+	if err := t.prefixIndex(); err != nil {
+		f.Close()
+		return nil, t.corrupt(0, "index: %v", err)
+	}
+	t.mapData()
+	if w.filter != nil && !t.plainMapped() {
+		f, err := newFilterBlock(w.filter)
+		if err != nil {
+			t.close()
+			return nil, t.corrupt(0, "filter: %v", err)
+		}
+		t.filter = f
+	}
+	return t, nil
+}
+
 // readMeta reads the footer, the metaindex and the index, and returns
 // where the filter block is (size 0: none).
 func (t *sstable) readMeta() (blockHandle, error) {

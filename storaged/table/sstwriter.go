@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -48,7 +49,22 @@ type sstWriter struct {
 	filterOffsets []uint32 // where each filter starts
 	keyHashes     []uint32 // bloom hashes of the keys not in a filter yet
 
+	// opened is the index and filter as a reader holds them, made while
+	// writing and handed to the table's first open (openWritten): not
+	// pooled, since the open keeps them.
+	opened *writtenTable
+
 	err error
+}
+
+// writtenTable is what openTable reads back from a table's end and
+// parses, made by the writer that wrote the table: its index (as
+// sstable's seps, sepEnd and handles) and filter block.
+type writtenTable struct {
+	seps    []byte
+	sepEnd  []uint32
+	handles []blockHandle
+	filter  []byte // the filter block; nil: none
 }
 
 // sstWriters keeps writers' buffers between tables: a load writes many
@@ -73,6 +89,7 @@ func newSSTWriter(w io.Writer, o BuildOptions) *sstWriter {
 		buf: sw.buf[:0], restarts: sw.restarts[:0], lastKey: sw.lastKey[:0], scratch: sw.scratch,
 		index: sw.index[:0], indexRst: sw.indexRst[:0],
 		filter: sw.filter[:0], filterOffsets: sw.filterOffsets[:0], keyHashes: sw.keyHashes[:0],
+		opened: &writtenTable{},
 	}
 	if cap(sw.buf) < flushAt+2*o.blockSize() {
 		sw.buf = make([]byte, 0, flushAt+2*o.blockSize()+64<<10)
@@ -83,7 +100,7 @@ func newSSTWriter(w io.Writer, o BuildOptions) *sstWriter {
 // release hands the writer's buffers to the next table; the writer must
 // not be used again.
 func (w *sstWriter) release() {
-	w.w = nil
+	w.w, w.opened = nil, nil
 	sstWriters.Put(w)
 }
 
@@ -133,18 +150,28 @@ func (w *sstWriter) add(key, value []byte) error {
 }
 
 // commonPrefix is the length of the prefix a and b (of one length)
-// share, compared 8 bytes at a time.
+// share, compared 8 bytes at a time. A tail shorter than 8 bytes is
+// compared as the last 8 bytes: those it shares with the word before are
+// equal, so its first difference is the first in the tail (keys of 14
+// bytes differ in their last few, which compared a byte at a time were
+// half of the comparison's instructions).
 func commonPrefix(a, b []byte) int {
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
+	n, i := len(a), 0
+	if n < 8 {
+		for i < n && a[i] == b[i] {
+			i++
+		}
+		return i
+	}
+	for ; ; i += 8 {
+		i = min(i, n-8)
 		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
-			return i + bits.TrailingZeros64(x)/8
+			return i + bits.TrailingZeros64(x)>>3
+		}
+		if i == n-8 {
+			return n
 		}
 	}
-	for i < len(a) && a[i] == b[i] {
-		i++
-	}
-	return i
 }
 
 // finishDataBlock closes the block being built and indexes it under its
@@ -158,6 +185,10 @@ func (w *sstWriter) finishDataBlock() {
 	w.indexRst = append(w.indexRst, uint32(len(w.index)))
 	var handle [2 * binary.MaxVarintLen64]byte
 	w.index = appendWholeEntry(w.index, w.lastKey, trailer[:], appendHandle(handle[:0], bh))
+	o := w.opened
+	o.seps = append(o.seps, w.lastKey...)
+	o.sepEnd = append(o.sepEnd, uint32(len(o.seps)))
+	o.handles = append(o.handles, bh)
 	// The filters up to the next block's offset: the first holds this
 	// block's keys, the rest (a block spanning several 2 KiB) are empty.
 	if w.bloomBits > 0 {
@@ -269,6 +300,7 @@ func (w *sstWriter) finish() (uint64, error) {
 		}
 		w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(w.filter)))
 		w.buf = append(w.buf, filterBaseLg)
+		w.opened.filter = bytes.Clone(w.buf[w.blockStart:])
 		filterBH = w.seal(blockPlain)
 	}
 

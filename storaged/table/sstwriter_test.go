@@ -148,17 +148,24 @@ func TestBloomHash(t *testing.T) {
 	}
 }
 
-// commonPrefix agrees with a byte-by-byte count on every split.
+// commonPrefix agrees with a byte-by-byte count on every split, with
+// later bytes equal or different too (the tail's last 8 bytes overlap
+// bytes already compared).
 func TestCommonPrefix(t *testing.T) {
 	a := []byte("0123456789abcdefghijklmnopq")
 	for n := 0; n <= len(a); n++ {
 		for d := 0; d <= n; d++ {
-			b := bytes.Clone(a[:n])
-			if d < n {
-				b[d] ^= 0x40
-			}
-			if got := commonPrefix(a[:n], b); got != d {
-				t.Fatalf("length %d, first difference at %d: commonPrefix says %d", n, d, got)
+			for _, also := range []int{-1, d + 1, n - 1} {
+				b := bytes.Clone(a[:n])
+				if d < n {
+					b[d] ^= 0x40
+				}
+				if also > d && also < n {
+					b[also] ^= 0x01
+				}
+				if got := commonPrefix(a[:n], b); got != d {
+					t.Fatalf("length %d, first difference at %d (and %d): commonPrefix says %d", n, d, also, got)
+				}
 			}
 		}
 	}
