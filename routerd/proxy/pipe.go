@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"runtime"
 	"sync"
@@ -89,9 +90,11 @@ func (p *pipes) get(ctx context.Context, addr, path, version string) (*Response,
 		}
 		if !started && c.served.Load() && attempt == 0 && ctx.Err() == nil {
 			// The node closed a connection that had served: it most
-			// likely restarted and closed the others too; the idle
-			// ones are not tried before a new connection.
-			p.dropIdle(addr)
+			// likely restarted and closed the others too; the ones
+			// idle since before it broke are not tried before a new
+			// connection (one dialled since, by another request that
+			// found this one broken, is kept).
+			p.dropIdle(addr, c.brokeAt())
 			continue
 		}
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
@@ -207,12 +210,13 @@ func (p *pipes) remove(c *pipeConn) {
 	}
 }
 
-// dropIdle closes addr's connections that carry no request.
-func (p *pipes) dropIdle(addr string) {
+// dropIdle closes addr's connections that carry no request and have
+// carried none since before unix ns.
+func (p *pipes) dropIdle(addr string, before int64) {
 	p.mu.Lock()
 	var idle []*pipeConn
 	if n := p.nodes[addr]; n != nil {
-		idle = takeIdle(n)
+		idle = takeIdle(n, before)
 	}
 	p.mu.Unlock()
 	for _, c := range idle {
@@ -222,12 +226,13 @@ func (p *pipes) dropIdle(addr string) {
 
 var errIdleClosed = errors.New("proxy: idle connection closed")
 
-// takeIdle removes and returns n's connections that carry no request.
-func takeIdle(n *pipeNode) []*pipeConn {
+// takeIdle removes and returns n's connections that carry no request
+// and were last idle before unix ns.
+func takeIdle(n *pipeNode, before int64) []*pipeConn {
 	var idle []*pipeConn
 	kept := n.conns[:0]
 	for _, c := range n.conns {
-		if c.pending.Load() == 0 {
+		if c.pending.Load() == 0 && c.used.Load() < before {
 			idle = append(idle, c)
 		} else {
 			kept = append(kept, c)
@@ -243,7 +248,7 @@ func (p *pipes) closeIdle() {
 	p.mu.Lock()
 	var idle []*pipeConn
 	for _, n := range p.nodes {
-		idle = append(idle, takeIdle(n)...)
+		idle = append(idle, takeIdle(n, math.MaxInt64)...)
 	}
 	p.mu.Unlock()
 	for _, c := range idle {
@@ -288,6 +293,7 @@ type pipeConn struct {
 	spare     []byte // guarded by mu; the other write buffer
 	writing   bool   // guarded by mu; a lookup is writing the queue
 	broken    error  // guarded by mu; set once it failed: it takes no request
+	brokenAt  int64  // guarded by mu; unix ns when broken was set
 	abandoned int    // guarded by mu; requests given up in queue
 }
 
@@ -506,6 +512,13 @@ func (c *pipeConn) read() {
 	}
 }
 
+// brokeAt is when c failed, in unix ns (0 if it has not).
+func (c *pipeConn) brokeAt() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokenAt
+}
+
 // fail ends c: it is closed and forgotten, and the requests it carries,
 // none of whose answer began, get err.
 func (c *pipeConn) fail(err error) {
@@ -515,6 +528,7 @@ func (c *pipeConn) fail(err error) {
 		return
 	}
 	c.broken = err
+	c.brokenAt = time.Now().UnixNano()
 	var woken []*pipeCall
 	for i, call := range c.queue {
 		if c.settle(call, nil, err, false) {

@@ -366,3 +366,36 @@ func TestGetAfterClose(t *testing.T) {
 		t.Fatalf("%d pipelined connections after Close", n)
 	}
 }
+
+// A request that finds its connection closed by a node that had
+// answered on it drops the node's connections idle since before that
+// break, not one another request dialled after it (found flaky as
+// TestPipelineConnectionEndsMidway: a third connection when a retry came
+// late and closed the second).
+func TestDropIdleKeepsConnectionsDialledSinceTheBreak(t *testing.T) {
+	p := newPipes(nil, 4, time.Minute, 1<<20)
+	defer p.close()
+	n := &pipeNode{}
+	p.nodes["node"] = n
+	conn := func(used int64) *pipeConn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		c := &pipeConn{p: p, node: n, addr: "node", c: a}
+		c.used.Store(used)
+		n.conns = append(n.conns, c)
+		return c
+	}
+	old := conn(100)
+	broken := conn(150)
+	broken.fail(errors.New("node closed it"))
+	fresh := conn(broken.brokeAt() + 1)
+	p.dropIdle("node", broken.brokeAt())
+	if got := len(n.conns); got != 1 || n.conns[0] != fresh {
+		t.Fatalf("%d connections kept, want only the one dialled after the break", got)
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	if old.broken == nil {
+		t.Fatal("the connection idle since before the break was not closed")
+	}
+}
