@@ -51,30 +51,31 @@ func createCost(dir string, n int) (float64, error) {
 	return float64((t1 - t0).Microseconds()) / float64(4*n), nil
 }
 
+// writeSynced creates path holding b, synced.
 func writeSynced(path string, b []byte) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("scale: %w", err)
 	}
 	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("scale: %w", err)
-	}
-	return nil
+	return syncClose(f, err)
 }
 
+// syncPath syncs path (a directory: the names created in it).
 func syncPath(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("scale: %w", err)
 	}
-	err = f.Sync()
+	return syncClose(f, nil)
+}
+
+// syncClose syncs f unless err (from writing it) is set, closes it, and
+// returns the first error.
+func syncClose(f *os.File, err error) error {
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
