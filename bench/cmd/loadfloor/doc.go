@@ -3,11 +3,11 @@
 // beside what storaged's load costs: decoding the files (the decode-only
 // yardstick of `make bench`'s load rows), a storaged process's start on an
 // empty root, and writing as many bytes as the load's store holds into
-// new files, once into pages the kernel freed a moment before and once
-// after the freed pages had time to go back to the hypervisor (free page
-// reporting). It reads a source root that `spanglebench -keep` left:
+// new files, once right after the load's store is freed and once a few
+// seconds later. It reads a source root that `spanglebench -uncompressed
+// -sections load -keep` left:
 //
-//	loadfloor -storaged bin/storaged -root /tmp/.../src-plain
+//	loadfloor -storaged bin/storaged -root /tmp/.../src
 //
 // Every figure is CPU time (the process's own, or storaged's threads'
 // schedstat) and wall time, as medians over the rounds.

@@ -38,7 +38,7 @@ func run(ctx context.Context, args []string) error {
 	storaged := fs.String("storaged", "bin/storaged", "the storaged binary")
 	root := fs.String("root", "", "source root holding the bench's db and version (spanglebench -keep's src or src-plain)")
 	rounds := fs.Int("rounds", 5, "rounds; each measures every part once")
-	settle := fs.Duration("fresh-wait", 5*time.Second, "wait after freeing pages before the fresh write, so free page reporting returns them")
+	settle := fs.Duration("fresh-wait", 5*time.Second, "wait after freeing the store before the second write")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
