@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		parts["write the store's bytes, recycled pages"] = append(parts["write the store's bytes, recycled pages"], s)
+		parts["write the store's bytes, right after freeing the store"] = append(parts["write the store's bytes, right after freeing the store"], s)
 		if err := os.RemoveAll(filepath.Join(tmp, "w")); err != nil {
 			return fmt.Errorf("loadfloor: %w", err)
 		}
@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		parts["write the store's bytes, fresh pages"] = append(parts["write the store's bytes, fresh pages"], s)
+		parts["write the store's bytes, seconds after freeing it"] = append(parts["write the store's bytes, seconds after freeing it"], s)
 		if err := os.RemoveAll(filepath.Join(tmp, "w")); err != nil {
 			return fmt.Errorf("loadfloor: %w", err)
 		}
@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string) error {
 	fmt.Println("| part | CPU ms (median, min-max) | wall ms (median, min-max) |")
 	fmt.Println("|---|---|---|")
 	for _, name := range []string{"decode-only", "storaged start to ACTIVE", "storaged start on an empty root",
-		"write the store's bytes, recycled pages", "write the store's bytes, fresh pages"} {
+		"write the store's bytes, right after freeing the store", "write the store's bytes, seconds after freeing it"} {
 		ss := parts[name]
 		c, w := column(ss, func(s sample) time.Duration { return s.cpu }), column(ss, func(s sample) time.Duration { return s.wall })
 		fmt.Printf("| %s | %s | %s |\n", name, c, w)
