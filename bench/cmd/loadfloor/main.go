@@ -30,6 +30,12 @@ func main() {
 	}
 }
 
+// The two writes of the store's bytes, by when they run.
+const (
+	partWriteAtOnce = "write the store's bytes, right after freeing the store"
+	partWriteLater  = "write the store's bytes, seconds after freeing it"
+)
+
 // sample is one measurement: CPU time and wall time.
 type sample struct{ cpu, wall time.Duration }
 
@@ -81,27 +87,23 @@ func run(ctx context.Context, args []string) error {
 		}
 		parts["storaged start on an empty root"] = append(parts["storaged start on an empty root"], s)
 
-		// The store just loaded is freed right before the recycled write:
+		// The store just loaded is freed right before the first write:
 		// the kernel hands its pages out again at once.
 		if err := os.RemoveAll(filepath.Join(tmp, "store-"+strconv.Itoa(r))); err != nil {
 			return fmt.Errorf("loadfloor: %w", err)
 		}
-		s, err = writeOnce(filepath.Join(tmp, "w"), storeBytes)
-		if err != nil {
-			return err
-		}
-		parts["write the store's bytes, right after freeing the store"] = append(parts["write the store's bytes, right after freeing the store"], s)
-		if err := os.RemoveAll(filepath.Join(tmp, "w")); err != nil {
-			return fmt.Errorf("loadfloor: %w", err)
-		}
-		time.Sleep(*settle)
-		s, err = writeOnce(filepath.Join(tmp, "w"), storeBytes)
-		if err != nil {
-			return err
-		}
-		parts["write the store's bytes, seconds after freeing it"] = append(parts["write the store's bytes, seconds after freeing it"], s)
-		if err := os.RemoveAll(filepath.Join(tmp, "w")); err != nil {
-			return fmt.Errorf("loadfloor: %w", err)
+		for _, part := range []string{partWriteAtOnce, partWriteLater} {
+			if part == partWriteLater {
+				time.Sleep(*settle)
+			}
+			s, err = writeOnce(filepath.Join(tmp, "w"), storeBytes)
+			if err != nil {
+				return err
+			}
+			parts[part] = append(parts[part], s)
+			if err := os.RemoveAll(filepath.Join(tmp, "w")); err != nil {
+				return fmt.Errorf("loadfloor: %w", err)
+			}
 		}
 	}
 	fmt.Printf("%d rounds; %d files, %.0f MB of source, a store of %.0f MB; %d CPUs; load average at the end %s\n\n",
@@ -109,7 +111,7 @@ func run(ctx context.Context, args []string) error {
 	fmt.Println("| part | CPU ms (median, min-max) | wall ms (median, min-max) |")
 	fmt.Println("|---|---|---|")
 	for _, name := range []string{"decode-only", "storaged start to ACTIVE", "storaged start on an empty root",
-		"write the store's bytes, right after freeing the store", "write the store's bytes, seconds after freeing it"} {
+		partWriteAtOnce, partWriteLater} {
 		ss := parts[name]
 		c, w := column(ss, func(s sample) time.Duration { return s.cpu }), column(ss, func(s sample) time.Duration { return s.wall })
 		fmt.Printf("| %s | %s | %s |\n", name, c, w)
