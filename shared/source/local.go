@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -299,6 +300,11 @@ type localFile struct {
 	buf     []byte // where reads land; dropped with a read given up on
 	err     error  // once a read was given up on
 	copied  bool   // CopyTo has copied some of it
+
+	// ReadAt's own, apart from Read's: atMu serializes its calls.
+	atMu  sync.Mutex
+	atBuf []byte // where ReadAt's reads land; dropped with a read given up on
+	atErr error  // once a ReadAt was given up on
 }
 
 // maxRead bounds one read (and the file's buffer).
@@ -387,6 +393,61 @@ func (f *localFile) Chunk() ([]byte, error) {
 	}
 	return buf[:got], nil
 }
+
+// ReadAt reads len(p) bytes of the file at off (io.ReaderAt), of the
+// file as it was when opened: past that size it reads what there is and
+// returns io.EOF, and a file that has become shorter fails with
+// ErrChanged. A reader that needs random access (Parquet's footer is at
+// the end) reads the file in place through it instead of copying it
+// first. Each read is bounded as Read's are and lands in a buffer of the
+// file's own (at most maxRead at a time) that is copied to p, so a read
+// given up on never writes into p later; ReadAt fails from then on.
+// Calls may be made in parallel (they are serialized), but not with Read,
+// Chunk or CopyTo.
+func (f *localFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("source: %s: reading at offset %d", f.path, off)
+	}
+	f.atMu.Lock()
+	defer f.atMu.Unlock()
+	if f.atErr != nil {
+		return 0, f.atErr
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	want := int(min(int64(len(p)), f.size-off))
+	done := 0
+	for done < want {
+		n := min(want-done, maxRead)
+		if cap(f.atBuf) < n {
+			f.atBuf = make([]byte, n)
+		}
+		buf, at := f.atBuf[:n], off+int64(done)
+		got, err, ok := bounded(f.ctx, f.timeout, "reading "+f.path, func() (int, error) { return f.f.ReadAt(buf, at) }, nil)
+		if !ok {
+			f.atBuf, f.atErr = nil, err
+			return done, err
+		}
+		done += copy(p[done:], buf[:got])
+		switch {
+		case got < n && (err == nil || err == io.EOF):
+			return done, fmt.Errorf("%w: %s: %d bytes, shorter than the %d when it was opened", ErrChanged, f.path, at+int64(got), f.size)
+		case err != nil && err != io.EOF:
+			return done, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	if done < len(p) {
+		return done, io.EOF
+	}
+	return done, nil
+}
+
+// Size is the file's size when it was opened: what ReadAt reads.
+func (f *localFile) Size() int64 { return f.size }
 
 // atEnd is the error once the size seen at open has been read: io.EOF,
 // or ErrChanged when the file has grown since.

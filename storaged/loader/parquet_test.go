@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"spangle/shared/parquetkv"
+	"spangle/shared/source"
 	"spangle/shared/versiontest"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/table"
@@ -295,5 +298,59 @@ func TestParquetPartitionsAndContentType(t *testing.T) {
 	}
 	if n, err := NumPartitions(files, nil); err != nil || n != 2 {
 		t.Errorf("without a marker: %d, %v", n, err)
+	}
+}
+
+// sequentialSource hides its files' ReadAt and Size, as S3's readers
+// have none.
+type sequentialSource struct{ source.Source }
+
+func (s sequentialSource) Open(ctx context.Context, db, version, name string) (io.ReadCloser, error) {
+	rc, err := s.Source.Open(ctx, db, version, name)
+	return struct{ io.ReadCloser }{rc}, err
+}
+
+// A local Parquet file is read in place through the source's ReadAt, its
+// bytes counted as read, not copied to a temporary file first; a file
+// whose source reads only in sequence is copied, as before.
+func TestParquetReadInPlace(t *testing.T) {
+	root := t.TempDir()
+	writeParquetVersion(t, root, "db", "v1", 1, 3000)
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
+	read := func(s source.Source, tmp string) (int, int64, error) {
+		var n atomic.Int64
+		in := Input{src: s, db: "db", version: "v1", read: &n}
+		f := ParquetFormat{Spec: parquetkv.DefaultFormat(), TempDir: tmp}
+		r, err := f.Open(context.Background(), Unit{Files: files[:1], Partition: -1}, in)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer r.Close()
+		rows := 0
+		for r.Next() {
+			if want := "v" + string(r.Key()[1:]); string(r.Value()) != want {
+				return rows, 0, fmt.Errorf("row %d: %q = %q, want %q", rows, r.Key(), r.Value(), want)
+			}
+			rows++
+		}
+		return rows, n.Load(), r.Err()
+	}
+	none := filepath.Join(t.TempDir(), "none") // a copy there fails
+	rows, n, err := read(src, none)
+	if err != nil || rows != 3000 {
+		t.Fatalf("read in place: %d rows, %v", rows, err)
+	}
+	if size := files[0].Size; n < size/2 || n > 2*size {
+		t.Fatalf("read in place: %d bytes counted of a %d-byte file", n, size)
+	}
+	if _, _, err := read(sequentialSource{src}, none); err == nil || !strings.Contains(err.Error(), "copying") {
+		t.Fatalf("a sequential source's file was not copied first: %v", err)
+	}
+	tmp := t.TempDir()
+	if rows, n, err := read(sequentialSource{src}, tmp); err != nil || rows != 3000 || n != files[0].Size {
+		t.Fatalf("copied first: %d rows, %d bytes counted of %d, %v", rows, n, files[0].Size, err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Fatalf("temporary copies left: %v", left)
 	}
 }
