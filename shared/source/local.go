@@ -30,6 +30,11 @@ type local struct {
 	path string
 	root *os.Root
 	opts Options
+	// atBufs holds the ReadAt buffers (of maxRead bytes) of closed
+	// files for the next: a load reads a version's files one after
+	// another, and a buffer made afresh for each was the most a Parquet
+	// load allocated after its decoders.
+	atBufs sync.Pool
 }
 
 func openLocal(path string, opts Options) (*local, error) {
@@ -277,7 +282,7 @@ func (l *local) Open(ctx context.Context, db, version, name string) (io.ReadClos
 	default:
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return &localFile{ctx: ctx, f: f, path: path, size: size, left: size, timeout: l.opts.LocalTimeout}, nil
+	return &localFile{ctx: ctx, f: f, path: path, size: size, left: size, timeout: l.opts.LocalTimeout, atBufs: &l.atBufs}, nil
 }
 
 // localFile is a data file being read. It reads exactly the size the
@@ -302,9 +307,10 @@ type localFile struct {
 	copied  bool   // CopyTo has copied some of it
 
 	// ReadAt's own, apart from Read's: atMu serializes its calls.
-	atMu  sync.Mutex
-	atBuf []byte // where ReadAt's reads land; dropped with a read given up on
-	atErr error  // once a ReadAt was given up on
+	atMu   sync.Mutex
+	atBuf  []byte     // where ReadAt's reads land; dropped with a read given up on
+	atErr  error      // once a ReadAt was given up on
+	atBufs *sync.Pool // the source's spare atBufs
 }
 
 // maxRead bounds one read (and the file's buffer).
@@ -313,6 +319,14 @@ const maxRead = 1 << 20
 // Close drops the file from the page cache (dropCached) and closes it,
 // without waiting past the timeout.
 func (f *localFile) Close() error {
+	f.atMu.Lock()
+	if f.atBuf != nil && f.atBufs != nil {
+		// No read is under way in it: one given up on took it along.
+		b := f.atBuf
+		f.atBuf = nil
+		f.atBufs.Put(&b)
+	}
+	f.atMu.Unlock()
 	_, err := within(context.Background(), f.timeout, "closing "+f.path, func() (struct{}, error) {
 		dropCached(f.f)
 		return struct{}{}, f.f.Close()
@@ -423,8 +437,8 @@ func (f *localFile) ReadAt(p []byte, off int64) (int, error) {
 	done := 0
 	for done < want {
 		n := min(want-done, maxRead)
-		if cap(f.atBuf) < n {
-			f.atBuf = make([]byte, n)
+		if f.atBuf == nil {
+			f.atBuf = f.spareAtBuf()
 		}
 		buf, at := f.atBuf[:n], off+int64(done)
 		got, err, ok := bounded(f.ctx, f.timeout, "reading "+f.path, func() (int, error) { return f.f.ReadAt(buf, at) }, nil)
@@ -444,6 +458,16 @@ func (f *localFile) ReadAt(p []byte, off int64) (int, error) {
 		return done, io.EOF
 	}
 	return done, nil
+}
+
+// spareAtBuf is a ReadAt buffer of maxRead bytes: a closed file's, or new.
+func (f *localFile) spareAtBuf() []byte {
+	if f.atBufs != nil {
+		if b, ok := f.atBufs.Get().(*[]byte); ok && len(*b) == maxRead {
+			return *b
+		}
+	}
+	return make([]byte, maxRead)
 }
 
 // Size is the file's size when it was opened: what ReadAt reads.

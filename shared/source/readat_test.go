@@ -128,4 +128,26 @@ func TestLocalFileReadAt(t *testing.T) {
 	if _, err := ra.ReadAt(b, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("after a read given up on: %v", err)
 	}
+
+	// A closed file's buffer goes to the next file's reads: none of its
+	// bytes show in them, whatever their lengths.
+	write(t, path, string(data))
+	write(t, root+"/db/1/part-00001.parquet", "short")
+	for range 3 {
+		ra = open(ctx)
+		if _, err := ra.ReadAt(make([]byte, maxRead), 0); err != nil {
+			t.Fatal(err)
+		}
+		ra.(io.Closer).Close()
+		rc, err := src.Open(ctx, "db", "1", "part-00001.parquet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 64)
+		got, err := rc.(io.ReaderAt).ReadAt(b, 1)
+		if got != 4 || err != io.EOF || string(b[:4]) != "hort" || !bytes.Equal(b[4:], make([]byte, 60)) {
+			t.Fatalf("the next file: %d, %v, %q; want 4, io.EOF, \"hort\" and zeros", got, err, b)
+		}
+		rc.Close()
+	}
 }
