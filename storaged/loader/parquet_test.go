@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"spangle/shared/parquetkv"
+	"spangle/shared/partitioner"
 	"spangle/shared/source"
 	"spangle/shared/versiontest"
 	"spangle/storaged/internal/testutil"
@@ -352,5 +353,61 @@ func TestParquetReadInPlace(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Fatalf("temporary copies left: %v", left)
+	}
+}
+
+// A unit's pending records are held in a buffer the next unit reuses
+// (st.pendingFree): after a unit that committed its run, one that ended
+// before its pending records filled, and one whose order broke early,
+// every partition holds its own keys only, each with its own value.
+func TestParquetPendingBufferReused(t *testing.T) {
+	root := t.TempDir()
+	const n = 4
+	var byPart [n][]string
+	for i := 0; len(byPart[0]) < 1500 || len(byPart[2]) < 1200 || len(byPart[3]) < 10; i++ {
+		k := fmt.Sprintf("k%07d", i)
+		p := partitioner.Partition([]byte(k), n)
+		byPart[p] = append(byPart[p], k)
+	}
+	rows := func(file int, keys ...string) [][2]string {
+		var out [][2]string
+		for _, k := range keys {
+			out = append(out, [2]string{k, fmt.Sprintf("v%d-%s", file, k)})
+		}
+		return out
+	}
+	files := [][][2]string{
+		rows(0, byPart[0][:1500]...),                          // commits its run after pendingRecords
+		rows(1, byPart[1][:7]...),                             // ends before its pending records fill
+		rows(2, append(byPart[2][:600:600], byPart[3][0])...), // its order breaks before they fill
+		rows(3, byPart[3][1:10]...),
+	}
+	for f, r := range files {
+		writeParquetRows(t, root, "db", "v1", fmt.Sprintf("part-%05d-c000.parquet", f), r)
+	}
+	spec, err := parquetkv.ParseFormat([]byte("key_column = \"id\"\nvalue_column = \"body\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := load(t, root, "db", "v1", nil, Options{Parallel: 1, Formats: WithParquet(nil, spec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 1500+7+601+9 {
+		t.Fatalf("%+v", res)
+	}
+	for f, r := range files {
+		for _, kv := range r {
+			k := []byte(kv[0])
+			p := partitioner.Partition(k, n)
+			if v, err := parts[p].Get(nil, k); err != nil || string(v) != kv[1] {
+				t.Fatalf("file %d: %s = %q, %v; want %q", f, k, v, err, kv[1])
+			}
+			for q := range n {
+				if v, err := parts[q].Get(nil, k); q != p && err == nil {
+					t.Fatalf("file %d: %s (partition %d) found in partition %d: %q", f, k, p, q, v)
+				}
+			}
+		}
 	}
 }
