@@ -59,6 +59,12 @@ func (p *Progress) Snapshot(now time.Time) ProgressSnapshot {
 		Records:    p.records.Load(),
 		Presharded: p.presharded.Load(), Spread: p.spread.Load(),
 	}
+	if s.BytesTotal > 0 && s.BytesDone > s.BytesTotal {
+		// A file read in place may be read twice in part (a Parquet
+		// footer, the page headers checked before the pages are read):
+		// done is never more than all.
+		s.BytesDone = s.BytesTotal
+	}
 	if ns := p.started.Load(); ns != 0 {
 		s.Started = time.Unix(0, ns)
 		s.Elapsed = now.Sub(s.Started)
