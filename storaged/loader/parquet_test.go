@@ -354,6 +354,25 @@ func TestParquetReadInPlace(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Fatalf("temporary copies left: %v", left)
 	}
+
+	// A file cut short while it is read in place fails as changed (a
+	// source error, retried), not as bad data.
+	in := Input{src: src, db: "db", version: "v1"}
+	r, err := ParquetFormat{Spec: parquetkv.DefaultFormat(), TempDir: none}.Open(context.Background(), Unit{Files: files[:1], Partition: -1}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := os.Truncate(filepath.Join(root, "db", "v1", files[0].Name), files[0].Size/2); err != nil {
+		t.Fatal(err)
+	}
+	rows = 0
+	for r.Next() {
+		rows++
+	}
+	if err := r.Err(); !errors.Is(err, source.ErrChanged) || errors.Is(err, parquetkv.ErrCorrupt) {
+		t.Fatalf("after %d rows of a file cut short: %v; want source.ErrChanged, not parquetkv.ErrCorrupt", rows, err)
+	}
 }
 
 // A unit's pending records are held in a buffer the next unit reuses
