@@ -102,7 +102,7 @@ func NewReader(r io.ReaderAt, size int64, name string, f Format, opts Options) (
 	}
 	props := parquet.NewReaderProperties(opts.Alloc)
 	props.BufferedStreamEnabled = true
-	props.BufferSize = 64 << 10
+	props.BufferSize = 16 << 10
 	rd.scan = newPageScanner(rd.ra, opts.maxPage)
 	props.MaxCompressedPageSize = rd.scan.max
 	props.MaxUncompressedPageSize = rd.scan.max

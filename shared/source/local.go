@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -29,6 +30,11 @@ type local struct {
 	path string
 	root *os.Root
 	opts Options
+	// atBufs holds the ReadAt buffers (of maxRead bytes) of closed
+	// files for the next: a load reads a version's files one after
+	// another, and a buffer made afresh for each was the most a Parquet
+	// load allocated after its decoders.
+	atBufs sync.Pool
 }
 
 func openLocal(path string, opts Options) (*local, error) {
@@ -276,7 +282,7 @@ func (l *local) Open(ctx context.Context, db, version, name string) (io.ReadClos
 	default:
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return &localFile{ctx: ctx, f: f, path: path, size: size, left: size, timeout: l.opts.LocalTimeout}, nil
+	return &localFile{ctx: ctx, f: f, path: path, size: size, left: size, timeout: l.opts.LocalTimeout, atBufs: &l.atBufs}, nil
 }
 
 // localFile is a data file being read. It reads exactly the size the
@@ -299,6 +305,12 @@ type localFile struct {
 	buf     []byte // where reads land; dropped with a read given up on
 	err     error  // once a read was given up on
 	copied  bool   // CopyTo has copied some of it
+
+	// ReadAt's own, apart from Read's: atMu serializes its calls.
+	atMu   sync.Mutex
+	atBuf  []byte     // where ReadAt's reads land; dropped with a read given up on
+	atErr  error      // once a ReadAt was given up on
+	atBufs *sync.Pool // the source's spare atBufs
 }
 
 // maxRead bounds one read (and the file's buffer).
@@ -307,6 +319,14 @@ const maxRead = 1 << 20
 // Close drops the file from the page cache (dropCached) and closes it,
 // without waiting past the timeout.
 func (f *localFile) Close() error {
+	f.atMu.Lock()
+	if f.atBuf != nil && f.atBufs != nil {
+		// No read is under way in it: one given up on took it along.
+		b := f.atBuf
+		f.atBuf = nil
+		f.atBufs.Put(&b)
+	}
+	f.atMu.Unlock()
 	_, err := within(context.Background(), f.timeout, "closing "+f.path, func() (struct{}, error) {
 		dropCached(f.f)
 		return struct{}{}, f.f.Close()
@@ -387,6 +407,71 @@ func (f *localFile) Chunk() ([]byte, error) {
 	}
 	return buf[:got], nil
 }
+
+// ReadAt reads len(p) bytes of the file at off (io.ReaderAt), of the
+// file as it was when opened: past that size it reads what there is and
+// returns io.EOF, and a file that has become shorter fails with
+// ErrChanged. A reader that needs random access (Parquet's footer is at
+// the end) reads the file in place through it instead of copying it
+// first. Each read is bounded as Read's are and lands in a buffer of the
+// file's own (at most maxRead at a time) that is copied to p, so a read
+// given up on never writes into p later; ReadAt fails from then on.
+// Calls may be made in parallel (they are serialized), but not with Read,
+// Chunk or CopyTo.
+func (f *localFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("source: %s: reading at offset %d", f.path, off)
+	}
+	f.atMu.Lock()
+	defer f.atMu.Unlock()
+	if f.atErr != nil {
+		return 0, f.atErr
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	want := int(min(int64(len(p)), f.size-off))
+	done := 0
+	for done < want {
+		n := min(want-done, maxRead)
+		if f.atBuf == nil {
+			f.atBuf = f.spareAtBuf()
+		}
+		buf, at := f.atBuf[:n], off+int64(done)
+		got, err, ok := bounded(f.ctx, f.timeout, "reading "+f.path, func() (int, error) { return f.f.ReadAt(buf, at) }, nil)
+		if !ok {
+			f.atBuf, f.atErr = nil, err
+			return done, err
+		}
+		done += copy(p[done:], buf[:got])
+		switch {
+		case got < n && (err == nil || err == io.EOF):
+			return done, fmt.Errorf("%w: %s: %d bytes, shorter than the %d when it was opened", ErrChanged, f.path, at+int64(got), f.size)
+		case err != nil && err != io.EOF:
+			return done, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	if done < len(p) {
+		return done, io.EOF
+	}
+	return done, nil
+}
+
+// spareAtBuf is a ReadAt buffer of maxRead bytes: a closed file's, or new.
+func (f *localFile) spareAtBuf() []byte {
+	if f.atBufs != nil {
+		if b, ok := f.atBufs.Get().(*[]byte); ok && len(*b) == maxRead {
+			return *b
+		}
+	}
+	return make([]byte, maxRead)
+}
+
+// Size is the file's size when it was opened: what ReadAt reads.
+func (f *localFile) Size() int64 { return f.size }
 
 // atEnd is the error once the size seen at open has been read: io.EOF,
 // or ErrChanged when the file has grown since.

@@ -69,6 +69,18 @@ func (b *buffer) add(key, val []byte, ord uint64) int64 {
 	return n
 }
 
+// reset empties b for reuse, keeping its first chunk's memory. Records
+// taken from it before are invalid.
+func (b *buffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.chunks) > 0 {
+		b.chunks = append(b.chunks[:0], b.chunks[0][:0])
+	}
+	b.entries, b.bytes = b.entries[:0], 0
+	b.added.Store(0)
+}
+
 // take moves the records out into a new buffer and leaves b empty.
 func (b *buffer) take() *buffer {
 	b.mu.Lock()

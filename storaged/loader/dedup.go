@@ -70,28 +70,45 @@ type deduper struct {
 	key, val   []byte
 	ord        uint64
 	duplicates int64
+	// compared is set when the caller compares each key with the last
+	// and calls same or next, never add: key is then kept only when a
+	// held record needs it ("last").
+	compared bool
 }
 
+// add passes on, holds or drops a record, as the policy says.
 func (d *deduper) add(key, val []byte, ord uint64) error {
 	if d.has && bytes.Equal(key, d.key) {
-		d.duplicates++
-		switch d.policy {
-		case DuplicatesFirst:
-			return nil
-		case DuplicatesLast:
-			d.val = append(d.val[:0], val...)
-			d.ord = ord
-			return nil
-		default:
-			return fmt.Errorf("%w %s: in %s and in %s (the db's _FORMAT says duplicates = \"error\", the default; \"first\" or \"last\" keeps one of them)",
-				ErrDuplicateKey, quoteKey(key), d.st.where(d.ord), d.st.where(ord))
-		}
+		return d.same(key, val, ord)
 	}
+	return d.next(key, val, ord)
+}
+
+// same takes a record of the last record's key.
+func (d *deduper) same(key, val []byte, ord uint64) error {
+	d.duplicates++
+	switch d.policy {
+	case DuplicatesFirst:
+		return nil
+	case DuplicatesLast:
+		d.val = append(d.val[:0], val...)
+		d.ord = ord
+		return nil
+	default:
+		return fmt.Errorf("%w %s: in %s and in %s (the db's _FORMAT says duplicates = \"error\", the default; \"first\" or \"last\" keeps one of them)",
+			ErrDuplicateKey, quoteKey(key), d.st.where(d.ord), d.st.where(ord))
+	}
+}
+
+// next takes a record of a key other than the last record's.
+func (d *deduper) next(key, val []byte, ord uint64) error {
 	if d.policy != DuplicatesLast {
 		// The first record of a key is the one kept (or the only one
 		// allowed): it goes on at once, and only its key and ordinal are
 		// kept, to compare.
-		d.key = append(d.key[:0], key...)
+		if !d.compared {
+			d.key = append(d.key[:0], key...)
+		}
 		d.ord, d.has = ord, true
 		return d.emit(key, val, ord)
 	}

@@ -125,12 +125,17 @@ func (f *fastPath) add(p int, key, val []byte, ord uint64) (bool, error) {
 		}
 		return err == nil, nil
 	}
-	if f.rows > 0 && bytes.Compare(key, f.last) < 0 {
-		return false, nil
+	// One comparison with the last key taken serves the order check and
+	// the duplicate check: the deduper's last key is the same.
+	c := 1
+	if f.rows > 0 {
+		if c = bytes.Compare(key, f.last); c < 0 {
+			return false, nil
+		}
 	}
 	if !f.committed {
 		if f.pending == nil {
-			f.pending = &buffer{ords: true}
+			f.pending = st.newPending()
 		}
 		if len(f.pending.entries) < pendingRecords && f.pending.bytes < pendingBytes {
 			f.take(key)
@@ -141,8 +146,12 @@ func (f *fastPath) add(p int, key, val []byte, ord uint64) (bool, error) {
 			return false, err
 		}
 	}
+	if c == 0 {
+		f.rows++
+		return true, f.d.same(key, val, ord)
+	}
 	f.take(key)
-	return true, f.d.add(key, val, ord)
+	return true, f.d.next(key, val, ord)
 }
 
 // take notes that the fast path took a record of key.
@@ -170,7 +179,24 @@ func (f *fastPath) commit() (bool, error) {
 			return false, err
 		}
 	}
+	// From here add compares each key with f.last and tells the deduper
+	// (same or next), which then keeps no key of its own to compare.
+	f.d.compared = true
+	// Every record went on as a copy (the run's block, the deduper's
+	// held record): the next unit may write over them.
+	st.pendingFree.Put(pending)
 	return true, nil
+}
+
+// newPending is an empty buffer for a unit's pending records: one a
+// unit before let go of, or new. A unit's chunk of pendingBytes was the
+// most a Parquet load allocated of its own, one per file.
+func (st *loadState) newPending() *buffer {
+	if b, ok := st.pendingFree.Get().(*buffer); ok {
+		b.reset()
+		return b
+	}
+	return &buffer{ords: true}
 }
 
 // stop ends the fast path: whole says the unit's every record is in it.
@@ -198,6 +224,7 @@ func (f *fastPath) stop(whole bool) (bool, error) {
 				return false, err
 			}
 		}
+		st.pendingFree.Put(pending) // copied into the partition's buffer
 		return false, nil
 	}
 	if err := f.d.flush(); err != nil {

@@ -46,30 +46,37 @@ func TestDedupFastPath(t *testing.T) {
 			files[p] = append(files[p], [2]string{k, "v" + k})
 		}
 	}
-	// Rows 2001 and 2002 of the first file hold one key.
+	// Rows 2002-2004 of the first file hold one key, and rows 1024 and
+	// 1025 another: the second of them is the record that starts the run
+	// with the pendingRecords before it.
 	dup := files[0][2000][0]
-	files[0] = slices.Insert(files[0], 2001, [2]string{dup, "second"})
+	files[0] = slices.Insert(files[0], 2001, [2]string{dup, "second"}, [2]string{dup, "third"})
+	bdup := files[0][1023][0]
+	files[0] = slices.Insert(files[0], 1024, [2]string{bdup, "boundary"})
 	writeParquetRows(t, root, "db", "v1", "part-00000-c000.parquet", files[0])
 	writeParquetRows(t, root, "db", "v1", "part-00001-c000.parquet", files[1])
 
 	_, _, err := load(t, root, "db", "v1", nil, Options{Formats: dupSpec(t, "error"), SpillBytes: 4 << 10})
-	if !errors.Is(err, ErrDuplicateKey) || !contains(err.Error(), "part-00000-c000.parquet record 2001", "part-00000-c000.parquet record 2002") {
-		t.Fatalf("err %v: want ErrDuplicateKey naming rows 2001 and 2002", err)
+	if !errors.Is(err, ErrDuplicateKey) || !contains(err.Error(), "part-00000-c000.parquet record 1024", "part-00000-c000.parquet record 1025") {
+		t.Fatalf("err %v: want ErrDuplicateKey naming rows 1024 and 1025", err)
 	}
-	for policy, want := range map[string]string{"first": "v" + dup, "last": "second"} {
+	for policy, want := range map[string][2]string{"first": {"v" + dup, "v" + bdup}, "last": {"third", "boundary"}} {
 		res, parts, err := load(t, root, "db", "v1", nil, Options{Formats: dupSpec(t, policy), SpillBytes: 4 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.FastFiles != 2 || res.Runs != 2 || res.Records != 6001 || res.Duplicates != 1 {
-			t.Fatalf("%s: %+v: want both files on the fast path, one run each, one duplicate", policy, res)
+		if res.FastFiles != 2 || res.Runs != 2 || res.Records != 6003 || res.Duplicates != 3 {
+			t.Fatalf("%s: %+v: want both files on the fast path, one run each, three duplicates", policy, res)
 		}
-		if v, err := get(parts, []byte(dup)); err != nil || string(v) != want {
-			t.Fatalf("%s: %s = %q, %v; want %q", policy, dup, v, err, want)
+		if v, err := get(parts, []byte(dup)); err != nil || string(v) != want[0] {
+			t.Fatalf("%s: %s = %q, %v; want %q", policy, dup, v, err, want[0])
+		}
+		if v, err := get(parts, []byte(bdup)); err != nil || string(v) != want[1] {
+			t.Fatalf("%s: %s = %q, %v; want %q", policy, bdup, v, err, want[1])
 		}
 		for p := range 2 {
 			for _, r := range files[p] {
-				if r[0] == dup {
+				if r[0] == dup || r[0] == bdup {
 					continue
 				}
 				if v, err := get(parts, []byte(r[0])); err != nil || string(v) != r[1] {

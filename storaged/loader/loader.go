@@ -167,6 +167,9 @@ type loadState struct {
 	claimed []atomic.Bool
 	keptMu  sync.Mutex
 	kept    []*keptRun
+	// pendingFree holds the pending buffers units let go of, for the
+	// units after them (dedup only; fast.go).
+	pendingFree sync.Pool
 
 	placedMu sync.Mutex
 	placed   []string

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"spangle/shared/parquetkv"
+	"spangle/shared/partitioner"
+	"spangle/shared/source"
 	"spangle/shared/versiontest"
 	"spangle/storaged/internal/testutil"
 	"spangle/storaged/table"
@@ -295,5 +299,134 @@ func TestParquetPartitionsAndContentType(t *testing.T) {
 	}
 	if n, err := NumPartitions(files, nil); err != nil || n != 2 {
 		t.Errorf("without a marker: %d, %v", n, err)
+	}
+}
+
+// sequentialSource hides its files' ReadAt and Size, as S3's readers
+// have none.
+type sequentialSource struct{ source.Source }
+
+func (s sequentialSource) Open(ctx context.Context, db, version, name string) (io.ReadCloser, error) {
+	rc, err := s.Source.Open(ctx, db, version, name)
+	return struct{ io.ReadCloser }{rc}, err
+}
+
+// A local Parquet file is read in place through the source's ReadAt, its
+// bytes counted as read, not copied to a temporary file first; a file
+// whose source reads only in sequence is copied, as before.
+func TestParquetReadInPlace(t *testing.T) {
+	root := t.TempDir()
+	writeParquetVersion(t, root, "db", "v1", 1, 3000)
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
+	read := func(s source.Source, tmp string) (int, int64, error) {
+		var n atomic.Int64
+		in := Input{src: s, db: "db", version: "v1", read: &n}
+		f := ParquetFormat{Spec: parquetkv.DefaultFormat(), TempDir: tmp}
+		r, err := f.Open(context.Background(), Unit{Files: files[:1], Partition: -1}, in)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer r.Close()
+		rows := 0
+		for r.Next() {
+			if want := "v" + string(r.Key()[1:]); string(r.Value()) != want {
+				return rows, 0, fmt.Errorf("row %d: %q = %q, want %q", rows, r.Key(), r.Value(), want)
+			}
+			rows++
+		}
+		return rows, n.Load(), r.Err()
+	}
+	none := filepath.Join(t.TempDir(), "none") // a copy there fails
+	rows, n, err := read(src, none)
+	if err != nil || rows != 3000 {
+		t.Fatalf("read in place: %d rows, %v", rows, err)
+	}
+	if size := files[0].Size; n < size/2 || n > 2*size {
+		t.Fatalf("read in place: %d bytes counted of a %d-byte file", n, size)
+	}
+	if _, _, err := read(sequentialSource{src}, none); err == nil || !strings.Contains(err.Error(), "copying") {
+		t.Fatalf("a sequential source's file was not copied first: %v", err)
+	}
+	tmp := t.TempDir()
+	if rows, n, err := read(sequentialSource{src}, tmp); err != nil || rows != 3000 || n != files[0].Size {
+		t.Fatalf("copied first: %d rows, %d bytes counted of %d, %v", rows, n, files[0].Size, err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Fatalf("temporary copies left: %v", left)
+	}
+
+	// A file cut short while it is read in place fails as changed (a
+	// source error, retried), not as bad data.
+	in := Input{src: src, db: "db", version: "v1"}
+	r, err := ParquetFormat{Spec: parquetkv.DefaultFormat(), TempDir: none}.Open(context.Background(), Unit{Files: files[:1], Partition: -1}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := os.Truncate(filepath.Join(root, "db", "v1", files[0].Name), files[0].Size/2); err != nil {
+		t.Fatal(err)
+	}
+	rows = 0
+	for r.Next() {
+		rows++
+	}
+	if err := r.Err(); !errors.Is(err, source.ErrChanged) || errors.Is(err, parquetkv.ErrCorrupt) {
+		t.Fatalf("after %d rows of a file cut short: %v; want source.ErrChanged, not parquetkv.ErrCorrupt", rows, err)
+	}
+}
+
+// A unit's pending records are held in a buffer the next unit reuses
+// (st.pendingFree): after a unit that committed its run, one that ended
+// before its pending records filled, and one whose order broke early,
+// every partition holds its own keys only, each with its own value.
+func TestParquetPendingBufferReused(t *testing.T) {
+	root := t.TempDir()
+	const n = 4
+	var byPart [n][]string
+	for i := 0; len(byPart[0]) < 1500 || len(byPart[2]) < 1200 || len(byPart[3]) < 10; i++ {
+		k := fmt.Sprintf("k%07d", i)
+		p := partitioner.Partition([]byte(k), n)
+		byPart[p] = append(byPart[p], k)
+	}
+	rows := func(file int, keys ...string) [][2]string {
+		var out [][2]string
+		for _, k := range keys {
+			out = append(out, [2]string{k, fmt.Sprintf("v%d-%s", file, k)})
+		}
+		return out
+	}
+	files := [][][2]string{
+		rows(0, byPart[0][:1500]...),                          // commits its run after pendingRecords
+		rows(1, byPart[1][:7]...),                             // ends before its pending records fill
+		rows(2, append(byPart[2][:600:600], byPart[3][0])...), // its order breaks before they fill
+		rows(3, byPart[3][1:10]...),
+	}
+	for f, r := range files {
+		writeParquetRows(t, root, "db", "v1", fmt.Sprintf("part-%05d-c000.parquet", f), r)
+	}
+	spec, err := parquetkv.ParseFormat([]byte("key_column = \"id\"\nvalue_column = \"body\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, parts, err := load(t, root, "db", "v1", nil, Options{Parallel: 1, Formats: WithParquet(nil, spec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 1500+7+601+9 {
+		t.Fatalf("%+v", res)
+	}
+	for f, r := range files {
+		for _, kv := range r {
+			k := []byte(kv[0])
+			p := partitioner.Partition(k, n)
+			if v, err := parts[p].Get(nil, k); err != nil || string(v) != kv[1] {
+				t.Fatalf("file %d: %s = %q, %v; want %q", f, k, v, err, kv[1])
+			}
+			for q := range n {
+				if v, err := parts[q].Get(nil, k); q != p && err == nil {
+					t.Fatalf("file %d: %s (partition %d) found in partition %d: %q", f, k, p, q, v)
+				}
+			}
+		}
 	}
 }

@@ -64,10 +64,10 @@ func (p ParquetFormat) Layout(files []source.File) (Layout, error) {
 }
 
 // Open implements Format. Parquet is read from its end (the footer) and
-// by column chunk, so it needs random access: a source reader that
-// offers ReadAt is read in place; any other (the sources' readers are
-// sequential) is first copied in one sequential read to a temporary
-// file, which is removed on Close.
+// by column chunk, so it needs random access: a file whose source offers
+// it (the local source's, see randomAccess) is read in place; any other
+// (an S3 object's reader is sequential) is first copied in one
+// sequential read to a temporary file, which is removed on Close.
 func (p ParquetFormat) Open(ctx context.Context, u Unit, in Input) (Records, error) {
 	f := u.Files[0]
 	rc, err := in.Open(ctx, f)
@@ -75,9 +75,8 @@ func (p ParquetFormat) Open(ctx context.Context, u Unit, in Input) (Records, err
 		return nil, err
 	}
 	name := in.Path(f)
-	ra, ok := rc.(io.ReaderAt)
+	ra, size, ok := randomAccess(rc)
 	closer := io.Closer(rc)
-	size := f.Size
 	if !ok {
 		tmp, n, err := spool(rc, p.TempDir)
 		rc.Close()
@@ -92,6 +91,29 @@ func (p ParquetFormat) Open(ctx context.Context, u Unit, in Input) (Records, err
 		return nil, fmt.Errorf("loader: %w", err)
 	}
 	return &parquetRecords{Reader: r, closer: closer}, nil
+}
+
+// randomAccess is rc as an io.ReaderAt, and the size it reads, when its
+// source's file offers random access (io.ReaderAt and the Size it had
+// when opened: the local source's, whose reads are bounded as its
+// sequential reads are). rc may be Input.Open's countingReader, which
+// then counts what is read through it. Reading in place saves a copy of
+// the file into the page cache and the read of it back: for a load of
+// 48 MB of Parquet, 48 MB of fresh pages written and removed again.
+func randomAccess(rc io.ReadCloser) (io.ReaderAt, int64, bool) {
+	inner := rc
+	if w, ok := rc.(interface{ unwrap() io.ReadCloser }); ok {
+		inner = w.unwrap()
+	}
+	if _, ok := inner.(io.ReaderAt); !ok {
+		return nil, 0, false
+	}
+	sz, ok := inner.(interface{ Size() int64 })
+	if !ok {
+		return nil, 0, false
+	}
+	ra, ok := rc.(io.ReaderAt)
+	return ra, sz.Size(), ok
 }
 
 // spool copies r to a temporary file that is removed when closed.

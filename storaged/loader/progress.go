@@ -59,6 +59,12 @@ func (p *Progress) Snapshot(now time.Time) ProgressSnapshot {
 		Records:    p.records.Load(),
 		Presharded: p.presharded.Load(), Spread: p.spread.Load(),
 	}
+	if s.BytesTotal > 0 && s.BytesDone > s.BytesTotal {
+		// A file read in place may be read twice in part (a Parquet
+		// footer, the page headers checked before the pages are read):
+		// done is never more than all.
+		s.BytesDone = s.BytesTotal
+	}
 	if ns := p.started.Load(); ns != 0 {
 		s.Started = time.Unix(0, ns)
 		s.Elapsed = now.Sub(s.Started)
@@ -91,6 +97,24 @@ func (c countingReader) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// ReadAt reads at off through the source's file when it offers random
+// access (io.ReaderAt: the local source's; see randomAccess), counting
+// what it read; else it fails with errors.ErrUnsupported.
+func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
+	ra, ok := c.ReadCloser.(io.ReaderAt)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	n, err := ra.ReadAt(b, off)
+	if n > 0 {
+		c.n.Add(int64(n))
+	}
+	return n, err
+}
+
+// unwrap is the source's file that c counts the reads of.
+func (c countingReader) unwrap() io.ReadCloser { return c.ReadCloser }
 
 // countingChunker is a countingReader of a file that hands out its own
 // buffers (seqfile.Chunker: the local source's): a SequenceFile is then

@@ -136,3 +136,29 @@ func TestProgressSparkeyHeldPartition(t *testing.T) {
 		t.Fatalf("progress %+v (result %+v), want 1 file of %d bytes, pre-sharded", s, res, want)
 	}
 }
+
+// A Parquet file read in place is read a little more than once (its
+// footer, the page headers checked first), yet a load's progress ends at
+// all of its bytes, not past them.
+func TestProgressParquetEndsAtTotal(t *testing.T) {
+	root := t.TempDir()
+	writeParquetVersion(t, root, "db", "v1", 2, 3000)
+	src, files := testutil.OpenVersion(t, root, "db", "v1")
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	out := t.TempDir()
+	prog := &Progress{}
+	res, err := Load(context.Background(), Request{Source: src, DB: "db", Version: "v1", Files: files, Progress: prog,
+		Dir: func(p int) string { return filepath.Join(out, fmt.Sprint(p)) }}, Options{Build: table.BuildOptions{NoSync: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes < total {
+		t.Fatalf("read %d bytes of %d", res.Bytes, total)
+	}
+	if s := prog.Snapshot(time.Now()); s.BytesDone != total || s.BytesTotal != total {
+		t.Fatalf("progress %d of %d bytes; want %d of %d", s.BytesDone, s.BytesTotal, total, total)
+	}
+}

@@ -224,12 +224,11 @@ func (w *RunWriter) Finish() error {
 	}
 	size, err := w.w.finish()
 	imax := append(bytes.Clone(w.w.lastKey), trailer[:]...)
-	opened := w.w.opened
-	// Kept for the table's life: drop append's slack, as an open from
-	// the file makes them to size.
-	opened.seps = bytes.Clone(opened.seps)
-	opened.sepEnd = slices.Clone(opened.sepEnd)
-	opened.handles = slices.Clone(opened.handles)
+	// Kept for the table's life: copies made to size, as an open from
+	// the file makes them; the writer's own go back with it.
+	o := w.w.opened
+	opened := &writtenTable{seps: bytes.Clone(o.seps), sepEnd: slices.Clone(o.sepEnd),
+		handles: slices.Clone(o.handles), filter: o.filter}
 	w.w.release()
 	w.w = nil
 	if err == nil {

@@ -50,9 +50,12 @@ type sstWriter struct {
 	keyHashes     []uint32 // bloom hashes of the keys not in a filter yet
 
 	// opened is the index and filter as a reader holds them, made while
-	// writing and handed to the table's first open (openWritten): not
-	// pooled, since the open keeps them.
+	// writing and handed to the table's first open (openWritten). Its
+	// slices grow in the writer's pooled memory (spare): the open keeps
+	// copies made to size (RunWriter.Finish), so a table's index is not
+	// grown afresh, a doubling at a time, for every table of a load.
 	opened *writtenTable
+	spare  writtenTable // opened's slices of a released writer, emptied
 
 	err error
 }
@@ -89,7 +92,7 @@ func newSSTWriter(w io.Writer, o BuildOptions) *sstWriter {
 		buf: sw.buf[:0], restarts: sw.restarts[:0], lastKey: sw.lastKey[:0], scratch: sw.scratch,
 		index: sw.index[:0], indexRst: sw.indexRst[:0],
 		filter: sw.filter[:0], filterOffsets: sw.filterOffsets[:0], keyHashes: sw.keyHashes[:0],
-		opened: &writtenTable{},
+		opened: &writtenTable{seps: sw.spare.seps[:0], sepEnd: sw.spare.sepEnd[:0], handles: sw.spare.handles[:0]},
 	}
 	if cap(sw.buf) < flushAt+2*o.blockSize() {
 		sw.buf = make([]byte, 0, flushAt+2*o.blockSize()+64<<10)
@@ -97,9 +100,13 @@ func newSSTWriter(w io.Writer, o BuildOptions) *sstWriter {
 	return sw
 }
 
-// release hands the writer's buffers to the next table; the writer must
-// not be used again.
+// release hands the writer's buffers to the next table, opened's index
+// slices among them; neither the writer nor opened's slices may be used
+// again.
 func (w *sstWriter) release() {
+	if o := w.opened; o != nil {
+		w.spare = writtenTable{seps: o.seps[:0], sepEnd: o.sepEnd[:0], handles: o.handles[:0]}
+	}
 	w.w, w.opened = nil, nil
 	sstWriters.Put(w)
 }

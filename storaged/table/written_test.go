@@ -184,3 +184,58 @@ func TestFinishWritesFilesTheFirstRunCreated(t *testing.T) {
 		t.Errorf("Get: %q, %v", v, err)
 	}
 }
+
+// A writer's index grows in memory the next writer reuses: the index a
+// finished run keeps is its own, whatever the runs written after it, of
+// more blocks or fewer.
+func TestOpenWrittenIndexOfEachRun(t *testing.T) {
+	b, err := CreatePartition(filepath.Join(t.TempDir(), "p-0"), BuildOptions{NoSync: true, BlockSize: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{3000, 200, 5000, 1}
+	for run, n := range sizes {
+		w, err := b.NewRun()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if err := w.Append(fmt.Appendf(nil, "r%d-key-%06d", run, i), fmt.Appendf(nil, "value-%d-%d", run, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := b.Open(CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	disk, err := OpenPartition(b.dir, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer disk.Close()
+	if len(mem.tables) != len(sizes) || len(disk.tables) != len(sizes) {
+		t.Fatalf("tables: %d from the writers, %d from disk; want %d", len(mem.tables), len(disk.tables), len(sizes))
+	}
+	for i := range mem.tables {
+		m, d := mem.tables[i], disk.tables[i]
+		if !reflect.DeepEqual(m.seps, d.seps) || !reflect.DeepEqual(m.sepEnd, d.sepEnd) || !reflect.DeepEqual(m.handles, d.handles) {
+			t.Errorf("table %d: the writers' index (%d blocks) differs from the one read back (%d)", i, len(m.handles), len(d.handles))
+		}
+	}
+	for run, n := range sizes {
+		for i := 0; i < n; i += 97 {
+			key := fmt.Appendf(nil, "r%d-key-%06d", run, i)
+			if v, err := mem.Get(nil, key); err != nil || string(v) != fmt.Sprintf("value-%d-%d", run, i) {
+				t.Fatalf("Get %s: %q, %v", key, v, err)
+			}
+		}
+	}
+}
