@@ -303,7 +303,7 @@ func TestShutdownBeforeServe(t *testing.T) {
 
 // tlsConfigs are a server's config (client certificates required) and a
 // client's (with the peer certificate) from tlstest's files.
-func tlsConfigs(t *testing.T) (server, client *tls.Config) {
+func tlsConfigs(t testing.TB) (server, client *tls.Config) {
 	t.Helper()
 	set := tlstest.New(t)
 	cert, err := tls.LoadX509KeyPair(set.CertFile, set.KeyFile)
