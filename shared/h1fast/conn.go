@@ -37,6 +37,9 @@ type conn struct {
 	// read with another): before the answers held go out, the records
 	// already received are read too (readReceived).
 	heldRead bool
+	// ro is a TLS connection's transport when it can read only what was
+	// received (readReceived); nil otherwise.
+	ro receivedOnly
 }
 
 // prefixConn is a connection handed to net/http with the bytes the fast
@@ -88,7 +91,10 @@ func (s *Server) serve(nc net.Conn) {
 		}
 	}()
 	idle := s.opts.IdleTimeout
-	_, tlsConn := nc.(*tls.Conn)
+	tc, tlsConn := nc.(*tls.Conn)
+	if tlsConn {
+		c.ro, _ = tc.NetConn().(receivedOnly)
+	}
 	for {
 		if c.br.Buffered() > 0 {
 			// A pipelined request read with the last one: served
@@ -180,10 +186,20 @@ var aLongTimeAgo = time.Unix(1, 0)
 // writes its pipelined requests as they come (routerd) sends a record
 // per write, and without this each record's answers would go out in a
 // write of their own where a plaintext connection's one read gets them
-// all and answers them in one. A read past its deadline fails at once,
-// without a system call, after crypto/tls has taken any whole record it
-// holds; the failure is temporary and the connection reads on.
+// all and answers them in one. When the connection's transport can be
+// told not to wait (receivedOnly: shared/tlsconfig's listeners make
+// such connections), a read that would go to the network fails at once;
+// otherwise a read deadline in the past does the same, at the price of
+// two deadline changes. Either way the read fails without a system
+// call after crypto/tls has taken any whole record it holds; the failure
+// is temporary and the connection reads on.
 func (c *conn) readReceived() bool {
+	if c.ro != nil {
+		c.ro.ReceivedOnly(true)
+		_, err := c.br.Peek(1)
+		c.ro.ReceivedOnly(false)
+		return err == nil
+	}
 	if c.c.SetReadDeadline(aLongTimeAgo) != nil {
 		return false
 	}
@@ -192,6 +208,13 @@ func (c *conn) readReceived() bool {
 		return false
 	}
 	return err == nil
+}
+
+// receivedOnly is a TLS connection's transport that can be told to fail
+// reads at once rather than wait for the network, with a temporary
+// net.Error (which crypto/tls does not keep), and then to wait again.
+type receivedOnly interface {
+	ReceivedOnly(on bool)
 }
 
 // handshake does tc's TLS handshake, bounded as net/http bounds it;

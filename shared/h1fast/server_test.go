@@ -303,7 +303,7 @@ func TestShutdownBeforeServe(t *testing.T) {
 
 // tlsConfigs are a server's config (client certificates required) and a
 // client's (with the peer certificate) from tlstest's files.
-func tlsConfigs(t *testing.T) (server, client *tls.Config) {
+func tlsConfigs(t testing.TB) (server, client *tls.Config) {
 	t.Helper()
 	set := tlstest.New(t)
 	cert, err := tls.LoadX509KeyPair(set.CertFile, set.KeyFile)
@@ -423,6 +423,93 @@ func TestTLSRecordsReadTogetherAnsweredTogether(t *testing.T) {
 	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:e" {
 		t.Fatalf("GET e: %d %q", resp.StatusCode, body)
 	}
+}
+
+// With a transport that can read only what was received (the
+// connections shared/tlsconfig's listeners make), reading the TLS
+// records received with the last before writing the answers held moves
+// no read deadline: the records are still answered together, and the
+// connection reads on.
+func TestTLSRecordsReadTogetherWithoutDeadlines(t *testing.T) {
+	scfg, ccfg := tlsConfigs(t)
+	writes, deadlines := new(atomic.Int64), new(atomic.Int64)
+	ts := start(t, Options{TLS: true}, func(l net.Listener) net.Listener {
+		return receivedOnlyListener{Listener: writeCounting{Listener: l, writes: writes}, cfg: scfg, deadlines: deadlines}
+	})
+	c, err := tls.Dial("tcp", ts.addr, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := h1fasttest.New(t, c)
+	rc.Send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nGET /db/b HTTP/1.1\r\nHost: x\r\n\r\n") // one record: a client that pipelines
+	for _, k := range []string{"a", "b"} {
+		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
+			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
+		}
+	}
+	writes.Store(0)
+	deadlines.Store(0)
+	rc.Send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitLookups(t, ts, 3) // the slow lookup under way: the next two records arrive meanwhile
+	rc.Send("GET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
+	rc.Send("GET /db/d HTTP/1.1\r\nHost: x\r\n\r\n")
+	for _, k := range []string{"slow", "c", "d"} {
+		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
+			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
+		}
+	}
+	if n := writes.Load(); n != 2 {
+		t.Fatalf("%d writes, want 2: the slow lookup's answer, then the two records read at once answered in one", n)
+	}
+	if n := deadlines.Load(); n != 0 {
+		t.Fatalf("%d read deadline changes while reading what was received, want 0", n)
+	}
+	rc.Send("GET /db/e HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:e" {
+		t.Fatalf("GET e: %d %q", resp.StatusCode, body)
+	}
+}
+
+// receivedOnlyListener makes TLS connections whose transport can read
+// only what was received, as shared/tlsconfig's do, and counts the read
+// deadlines set on them.
+type receivedOnlyListener struct {
+	net.Listener
+	cfg       *tls.Config
+	deadlines *atomic.Int64
+}
+
+func (l receivedOnlyListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return tls.Server(&receivedOnlyConn{Conn: c, deadlines: l.deadlines}, l.cfg), nil
+}
+
+type receivedOnlyConn struct {
+	net.Conn
+	deadlines *atomic.Int64
+	only      bool
+}
+
+func (c *receivedOnlyConn) ReceivedOnly(on bool) { c.only = on }
+
+func (c *receivedOnlyConn) Read(b []byte) (int, error) {
+	if c.only {
+		return 0, os.ErrDeadlineExceeded // a temporary net.Error, as a past deadline gives
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *receivedOnlyConn) SetReadDeadline(t time.Time) error {
+	c.deadlines.Add(1)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *receivedOnlyConn) SetDeadline(t time.Time) error {
+	c.deadlines.Add(1)
+	return c.Conn.SetDeadline(t)
 }
 
 // waitLookups waits until ts's fast path has begun n lookups.

@@ -29,7 +29,10 @@
 // Listen wraps a daemon's listener: TLS, or with accept_plaintext (a
 // rollout step) TLS and plaintext on one port, told apart by the first
 // byte of each connection, sniffed off the Accept path so that a silent
-// client holds up no one.
+// client holds up no one. Each *tls.Conn it makes reads through a
+// transport that its server loop can tell not to wait for the network
+// (ReceivedOnly): shared/h1fast so reads the records crypto/tls already
+// holds without moving the read deadline.
 //
 // A nil *Source is plaintext: its configs are nil, Listen returns the
 // listener as it is and PeerOnly lets every request through. A Source is

@@ -19,8 +19,68 @@ func (s *Source) Listen(l net.Listener) net.Listener {
 	case s.settings.AcceptPlaintext:
 		return newMixedListener(l, s.server)
 	}
-	return tls.NewListener(l, s.server)
+	return &tlsListener{Listener: l, cfg: s.server}
 }
+
+// tlsListener is tls.NewListener's listener, but each *tls.Conn it
+// makes reads through a transport that can be told not to wait
+// (receivedConn).
+type tlsListener struct {
+	net.Listener
+	cfg *tls.Config
+}
+
+func (l *tlsListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return tls.Server(&receivedConn{Conn: c}, l.cfg), nil
+}
+
+// receivedConn is a TLS server connection's transport. A server loop
+// that has answers to send (shared/h1fast, before it writes the answers
+// to a client's pipelined requests) asks its *tls.Conn for the records
+// already received; with ReceivedOnly(true), a read that would go to the
+// network fails at once instead, with a temporary error, which
+// crypto/tls does not keep (the connection reads on afterwards), so
+// that only the records crypto/tls holds are read. The same can be had
+// with a read deadline in the past, but at the price of two deadline
+// changes (timer work in the runtime's poller) and the net package's
+// error allocated per attempt. Only the connection's reading goroutine
+// calls ReceivedOnly and Read.
+type receivedConn struct {
+	net.Conn
+	receivedOnly bool
+}
+
+// ReceivedOnly makes reads fail at once (on) or wait for the network
+// again (off).
+func (c *receivedConn) ReceivedOnly(on bool) { c.receivedOnly = on }
+
+func (c *receivedConn) Read(b []byte) (int, error) {
+	if c.receivedOnly {
+		return 0, notReceived{}
+	}
+	return c.Conn.Read(b)
+}
+
+// CloseWrite half-closes the TCP connection, as the connection under
+// tls.NewListener's conns would.
+func (c *receivedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// notReceived is the error of a read that would have waited: a
+// temporary net.Error, as a read past its deadline is.
+type notReceived struct{}
+
+func (notReceived) Error() string   { return "tlsconfig: nothing received yet" }
+func (notReceived) Timeout() bool   { return true }
+func (notReceived) Temporary() bool { return true }
 
 // sniffTimeout bounds how long a new connection may stay silent before
 // its first byte; a client that says nothing is dropped.
@@ -76,7 +136,7 @@ func (m *mixedListener) sniff(c net.Conn) {
 	}
 	var out net.Conn = &peekedConn{Conn: c, r: br}
 	if first[0] == tlsRecordHandshake {
-		out = tls.Server(out, m.cfg)
+		out = tls.Server(&receivedConn{Conn: out}, m.cfg)
 	}
 	select {
 	case m.conns <- out:

@@ -578,3 +578,92 @@ func handshakes(t *testing.T, reg *prometheus.Registry, peer, resumed string) fl
 	t.Fatalf("no spangle_tls_handshakes_total{peer=%q,resumed=%q}", peer, resumed)
 	return 0
 }
+
+// A TLS connection from Listen, plain TLS or on a port that also takes
+// plaintext, can be told to read only what was received (shared/h1fast
+// does before it writes a pipelining client's answers): a read that
+// would wait for the network fails at once with a temporary net.Error,
+// the records received before are read, and once told to wait again the
+// connection reads on.
+func TestListenReceivedOnly(t *testing.T) {
+	set := tlstest.New(t)
+	for _, mixed := range []bool{false, true} {
+		t.Run("accept_plaintext="+strconv.FormatBool(mixed), func(t *testing.T) {
+			st := set.Peer("require")
+			if mixed {
+				st = set.Peer("verify_if_given")
+				st.AcceptPlaintext = true
+			}
+			src := newSource(t, st, nil)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := src.Listen(l)
+			defer tl.Close()
+			accepted := make(chan *tls.Conn, 1)
+			go func() {
+				defer close(accepted)
+				c, err := tl.Accept()
+				if err != nil {
+					return
+				}
+				tc, ok := c.(*tls.Conn)
+				if !ok {
+					c.Close()
+					return
+				}
+				tc.SetDeadline(time.Now().Add(5 * time.Second))
+				if tc.Handshake() != nil {
+					tc.Close()
+					return
+				}
+				accepted <- tc
+			}()
+			cc, err := tls.Dial("tcp", l.Addr().String(), newSource(t, set.Client(), nil).ClientConfig("127.0.0.1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			c := <-accepted
+			if c == nil {
+				t.Fatal("Listen made no *tls.Conn that completed its handshake")
+			}
+			defer c.Close()
+			ro, ok := c.NetConn().(interface{ ReceivedOnly(bool) })
+			if !ok {
+				t.Fatalf("the TLS connection's transport %T cannot read only what was received", c.NetConn())
+			}
+			buf := make([]byte, 64)
+			ro.ReceivedOnly(true)
+			start := time.Now()
+			_, err = c.Read(buf)
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() || time.Since(start) > time.Second {
+				t.Fatalf("read with nothing received: %v after %v, want a timeout at once", err, time.Since(start))
+			}
+			// Two records, both on the socket before the first read:
+			// crypto/tls takes both with it, and the second is then
+			// read without the network.
+			cc.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(cc, "one")
+			io.WriteString(cc, "two")
+			time.Sleep(100 * time.Millisecond)
+			ro.ReceivedOnly(false)
+			if n, err := c.Read(buf); err != nil || string(buf[:n]) != "one" {
+				t.Fatalf("first record: %q, %v", buf[:n], err)
+			}
+			ro.ReceivedOnly(true)
+			n, err := c.Read(buf)
+			ro.ReceivedOnly(false)
+			if err != nil || string(buf[:n]) != "two" {
+				t.Fatalf("record received with the first: %q, %v", buf[:n], err)
+			}
+			// Waiting again: the connection still reads.
+			go io.WriteString(cc, "three")
+			if n, err := c.Read(buf); err != nil || string(buf[:n]) != "three" {
+				t.Fatalf("read after: %q, %v", buf[:n], err)
+			}
+		})
+	}
+}
