@@ -387,86 +387,65 @@ func (c *countedConn) Write(b []byte) (int, error) {
 // Over TLS, a record holds what the client wrote at once; a client
 // that pipelines writes a record per burst, and the records one read of
 // the socket brings are answered together, in one write, as a plaintext
-// connection's one read would be.
+// connection's one read would be. Over a transport that can read only
+// what was received (the connections shared/tlsconfig's listeners make)
+// no read deadline moves for it; over any other a past deadline does the
+// same. Either way the connection reads on after a read that found
+// nothing received.
 func TestTLSRecordsReadTogetherAnsweredTogether(t *testing.T) {
 	scfg, ccfg := tlsConfigs(t)
-	writes := new(atomic.Int64)
-	ts := start(t, Options{TLS: true}, func(l net.Listener) net.Listener {
-		return tls.NewListener(writeCounting{Listener: l, writes: writes}, scfg)
-	})
-	c, err := tls.Dial("tcp", ts.addr, ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := h1fasttest.New(t, c)
-	rc.Send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nGET /db/b HTTP/1.1\r\nHost: x\r\n\r\n") // one record: a client that pipelines
-	for _, k := range []string{"a", "b"} {
-		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
-			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
-		}
-	}
-	writes.Store(0)
-	rc.Send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitLookups(t, ts, 3) // the slow lookup under way: the next two records arrive meanwhile
-	rc.Send("GET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
-	rc.Send("GET /db/d HTTP/1.1\r\nHost: x\r\n\r\n")
-	for _, k := range []string{"slow", "c", "d"} {
-		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
-			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
-		}
-	}
-	if n := writes.Load(); n != 2 {
-		t.Fatalf("%d writes, want 2: the slow lookup's answer, then the two records read at once answered in one", n)
-	}
-	// The connection reads on after a read that found nothing received.
-	rc.Send("GET /db/e HTTP/1.1\r\nHost: x\r\n\r\n")
-	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:e" {
-		t.Fatalf("GET e: %d %q", resp.StatusCode, body)
-	}
-}
-
-// With a transport that can read only what was received (the
-// connections shared/tlsconfig's listeners make), reading the TLS
-// records received with the last before writing the answers held moves
-// no read deadline: the records are still answered together, and the
-// connection reads on.
-func TestTLSRecordsReadTogetherWithoutDeadlines(t *testing.T) {
-	scfg, ccfg := tlsConfigs(t)
-	writes, deadlines := new(atomic.Int64), new(atomic.Int64)
-	ts := start(t, Options{TLS: true}, func(l net.Listener) net.Listener {
-		return receivedOnlyListener{Listener: writeCounting{Listener: l, writes: writes}, cfg: scfg, deadlines: deadlines}
-	})
-	c, err := tls.Dial("tcp", ts.addr, ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := h1fasttest.New(t, c)
-	rc.Send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nGET /db/b HTTP/1.1\r\nHost: x\r\n\r\n") // one record: a client that pipelines
-	for _, k := range []string{"a", "b"} {
-		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
-			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
-		}
-	}
-	writes.Store(0)
-	deadlines.Store(0)
-	rc.Send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitLookups(t, ts, 3) // the slow lookup under way: the next two records arrive meanwhile
-	rc.Send("GET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
-	rc.Send("GET /db/d HTTP/1.1\r\nHost: x\r\n\r\n")
-	for _, k := range []string{"slow", "c", "d"} {
-		if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
-			t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
-		}
-	}
-	if n := writes.Load(); n != 2 {
-		t.Fatalf("%d writes, want 2: the slow lookup's answer, then the two records read at once answered in one", n)
-	}
-	if n := deadlines.Load(); n != 0 {
-		t.Fatalf("%d read deadline changes while reading what was received, want 0", n)
-	}
-	rc.Send("GET /db/e HTTP/1.1\r\nHost: x\r\n\r\n")
-	if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:e" {
-		t.Fatalf("GET e: %d %q", resp.StatusCode, body)
+	for _, tc := range []struct {
+		name string
+		// listen wraps the test's listener, counting writes (and the
+		// read deadline changes, when it can).
+		listen func(l net.Listener, writes, deadlines *atomic.Int64) net.Listener
+		// deadlines is how many read deadline changes reading the
+		// records received may make; -1 when not counted.
+		deadlines int64
+	}{
+		{"past deadline", func(l net.Listener, writes, _ *atomic.Int64) net.Listener {
+			return tls.NewListener(writeCounting{Listener: l, writes: writes}, scfg)
+		}, -1},
+		{"received only", func(l net.Listener, writes, deadlines *atomic.Int64) net.Listener {
+			return receivedOnlyListener{Listener: writeCounting{Listener: l, writes: writes}, cfg: scfg, deadlines: deadlines}
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writes, deadlines := new(atomic.Int64), new(atomic.Int64)
+			ts := start(t, Options{TLS: true}, func(l net.Listener) net.Listener { return tc.listen(l, writes, deadlines) })
+			c, err := tls.Dial("tcp", ts.addr, ccfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := h1fasttest.New(t, c)
+			rc.Send("GET /db/a HTTP/1.1\r\nHost: x\r\n\r\nGET /db/b HTTP/1.1\r\nHost: x\r\n\r\n") // one record: a client that pipelines
+			for _, k := range []string{"a", "b"} {
+				if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
+					t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
+				}
+			}
+			writes.Store(0)
+			deadlines.Store(0)
+			rc.Send("GET /db/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+			waitLookups(t, ts, 3) // the slow lookup under way: the next two records arrive meanwhile
+			rc.Send("GET /db/c HTTP/1.1\r\nHost: x\r\n\r\n")
+			rc.Send("GET /db/d HTTP/1.1\r\nHost: x\r\n\r\n")
+			for _, k := range []string{"slow", "c", "d"} {
+				if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:"+k {
+					t.Fatalf("GET %s: %d %q", k, resp.StatusCode, body)
+				}
+			}
+			if n := writes.Load(); n != 2 {
+				t.Fatalf("%d writes, want 2: the slow lookup's answer, then the two records read at once answered in one", n)
+			}
+			if n := deadlines.Load(); tc.deadlines >= 0 && n != tc.deadlines {
+				t.Fatalf("%d read deadline changes while reading what was received, want %d", n, tc.deadlines)
+			}
+			rc.Send("GET /db/e HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp, body := rc.Read("GET"); resp.StatusCode != 200 || body != "v:e" {
+				t.Fatalf("GET e: %d %q", resp.StatusCode, body)
+			}
+		})
 	}
 }
 
