@@ -19,6 +19,7 @@ import (
 
 	"spangle/bench/dataset"
 	"spangle/bench/proc"
+	"spangle/bench/suite"
 )
 
 func main() {
@@ -107,7 +108,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Printf("%d rounds; %d files, %.0f MB of source, a store of %.0f MB; %d CPUs; load average at the end %s\n\n",
-		*rounds, len(files), proc.MB(sizeOf(files)), proc.MB(storeBytes), runtime.NumCPU(), loadAvg())
+		*rounds, len(files), proc.MB(sizeOf(files)), proc.MB(storeBytes), runtime.NumCPU(), suite.LoadAvg())
 	fmt.Println("| part | CPU ms (median, min-max) | wall ms (median, min-max) |")
 	fmt.Println("|---|---|---|")
 	for _, name := range []string{"decode-only", "storaged start to ACTIVE", "storaged start on an empty root",
@@ -334,16 +335,4 @@ func column(ss []sample, get func(sample) time.Duration) string {
 	}
 	sort.Float64s(v)
 	return fmt.Sprintf("%.1f (%.1f-%.1f)", v[len(v)/2], v[0], v[len(v)-1])
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
